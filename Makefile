@@ -1,0 +1,50 @@
+# Gatehouse: `make run` serves the product, `make test` runs everything.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+export DJANGO_SETTINGS_MODULE := gatehouse.settings
+
+.PHONY: run test lint typecheck bench bench-quick screenshots migrate clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.run-deps: requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $(VENV)/.run-deps $@
+
+migrate: $(VENV)/.run-deps
+	@mkdir -p var
+	$(BIN)/python manage.py migrate --noinput -v 0
+	$(BIN)/python manage.py ensure_admin
+
+run: migrate
+	$(BIN)/python manage.py gatehouse_banner
+	$(BIN)/daphne -b $(HOST) -p $(PORT) gatehouse.asgi:application
+
+lint: $(VENV)/.dev-deps
+	$(BIN)/ruff check .
+	$(BIN)/mypy .
+
+test: $(VENV)/.dev-deps
+	scripts/test.sh
+
+bench: $(VENV)/.dev-deps
+	$(BIN)/python -m bench
+
+bench-quick: $(VENV)/.dev-deps
+	$(BIN)/python -m bench --quick
+
+screenshots: $(VENV)/.dev-deps
+	scripts/test-services.sh $(BIN)/python -m tests.e2e.screenshots
+
+clean:
+	rm -rf $(VENV) var

@@ -1,0 +1,78 @@
+"""Bearer tokens: agents and people's personal tokens, hashed at rest.
+
+A token is looked up by its SHA-256, so the comparison happens in the database index
+on a digest, never on the secret itself, and a timing difference reveals nothing
+about the token.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AnonymousUser
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from approvals import selectors, services
+from approvals.models import Agent
+
+
+class AgentPrincipal(AnonymousUser):
+    """The `request.user` of an agent: authenticated, never a person, never an approver."""
+
+    def __init__(self, agent: Agent) -> None:
+        super().__init__()
+        self.agent = agent
+
+    @property
+    def is_authenticated(self) -> bool:  # type: ignore[override]
+        return True
+
+    @property
+    def is_anonymous(self) -> bool:  # type: ignore[override]
+        return False
+
+    def __str__(self) -> str:
+        return f"agent:{self.agent.name}"
+
+
+def bearer_token(header: str) -> str | None:
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def authenticate_token(token: str) -> AgentPrincipal | object | None:
+    """Resolve a bearer token to an agent principal or a person; None if unknown or revoked."""
+    digest = services.token_hash(token)
+    agent = selectors.agent_by_token_hash(digest)
+    if agent is not None:
+        services.agent_touch(agent=agent)
+        return AgentPrincipal(agent)
+    personal = selectors.personal_token_by_hash(digest)
+    if personal is not None and personal.user.is_active:
+        return personal.user
+    return None
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[object, str] | None:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            return None
+        token = bearer_token(header)
+        if token is None:
+            raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'.")
+        principal = authenticate_token(token)
+        if principal is None:
+            raise exceptions.AuthenticationFailed("Unknown or revoked token.")
+        return principal, token
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword
+
+
+def agent_of(request: Request) -> Agent | None:
+    user = request.user
+    return user.agent if isinstance(user, AgentPrincipal) else None

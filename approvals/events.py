@@ -1,0 +1,111 @@
+"""Announce committed state changes: the channel layer is a doorbell, the database the truth.
+
+Groups:
+- `team.<team_id>`: every dashboard of that team's members (superusers join `team.all`).
+- `agent.<agent_id>`: every socket of that agent.
+- `request.<uuid>`: long-poll waiters for one request.
+
+Events are dicts with `type` in `request.created`, `request.claimed`,
+`request.decided`, `request.cancelled`, `request.expired`, `request.progress`;
+Channels maps the type to the consumer method `request_decided` and so on.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+from approvals.extensions import registry
+from approvals.models import Decision, PermissionRequest, RequestState
+
+log = logging.getLogger(__name__)
+
+ALL_TEAMS_GROUP = "team.all"
+
+
+def team_group(team_id: int) -> str:
+    return f"team.{team_id}"
+
+
+def agent_group(agent_id: int) -> str:
+    return f"agent.{agent_id}"
+
+
+def request_group(request_id: object) -> str:
+    return f"request.{request_id}"
+
+
+def finished_event_type(request: PermissionRequest) -> str:
+    return {
+        RequestState.CANCELLED: "request.cancelled",
+        RequestState.EXPIRED: "request.expired",
+    }.get(RequestState(request.state), "request.decided")
+
+
+def send(groups: list[str], event: dict[str, Any]) -> None:
+    """Send one event to groups now; a lost doorbell is logged, never raised."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    for group in groups:
+        try:
+            async_to_sync(layer.group_send)(group, event)
+        except Exception:  # the database stays the truth; clients refetch on reconnect
+            log.exception("event %s to %s was not delivered", event.get("type"), group)
+
+
+def request_groups(request: PermissionRequest) -> list[str]:
+    return [
+        team_group(request.team_id),
+        ALL_TEAMS_GROUP,
+        agent_group(request.agent_id),
+        request_group(request.pk),
+    ]
+
+
+def announce_created(request: PermissionRequest) -> None:
+    """Call inside the transaction that stored the pending request."""
+
+    def fire() -> None:
+        send(
+            [team_group(request.team_id), ALL_TEAMS_GROUP],
+            {"type": "request.created", "request_id": str(request.pk)},
+        )
+        for announcer in registry.announcers:
+            _safely(announcer.name, announcer.request_created, request)
+
+    transaction.on_commit(fire)
+
+
+def announce_finished(request: PermissionRequest, decision: Decision) -> None:
+    """Call inside the transaction that wrote the decision's audit row."""
+
+    def fire() -> None:
+        send(
+            request_groups(request),
+            {
+                "type": finished_event_type(request),
+                "request_id": str(request.pk),
+                "decision_id": decision.pk,
+                "state": request.state,
+                "behavior": decision.behavior,
+                "decided_by": decision.decided_by,
+                "surface": decision.surface,
+            },
+        )
+        for announcer in registry.announcers:
+            _safely(announcer.name, announcer.request_finished, request, decision)
+
+    transaction.on_commit(fire)
+
+
+def _safely(name: str, func: Any, *args: Any) -> None:
+    # One broken surface (a chat API down) must not stop the others being told.
+    try:
+        func(*args)
+    except Exception:
+        log.exception("announcer %s failed", name)

@@ -1,0 +1,64 @@
+"""The seams where the relay plugs into the approvals services.
+
+`approvals` must not import `relay` (SPEC §1), yet a decision needs the relay's claim
+store and every ask must reach the relay's surfaces. The relay registers its pieces
+here once, in `RelayConfig.ready()`; the services call them through these protocols.
+Without a relay (unit tests of the services alone) the defaults are safe: no claim
+store means the database fence alone decides, no announcers means nobody is told.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from approvals.models import Decision, PermissionRequest
+
+
+class Claim(Protocol):
+    token: str
+
+    def release(self) -> None: ...
+
+
+class ClaimStore(Protocol):
+    """The fast path of the race: at most one holder per request at a time."""
+
+    def claim(self, request_id: str, holder: str) -> Claim | None: ...
+
+    def holder(self, request_id: str) -> str | None: ...
+
+
+class Announcer(Protocol):
+    """A surface told about requests after their state committed (never before)."""
+
+    name: str
+
+    def request_created(self, request: PermissionRequest) -> None: ...
+
+    def request_finished(self, request: PermissionRequest, decision: Decision) -> None: ...
+
+
+class PreDecisionProvider(Protocol):
+    """Runs before the engine (SPEC §4 step 3): PreToolUse webhooks, classifiers.
+
+    Returns the keys it contributes to the engine's input, e.g.
+    `{"pre_tool_use_hooks": [...]}` or `{"classifier_verdict": {...}}`.
+    """
+
+    def __call__(self, call: dict[str, Any], *, team_id: int) -> dict[str, Any]: ...
+
+
+@dataclass
+class Registry:
+    claim_store: ClaimStore | None = None
+    announcers: list[Announcer] = field(default_factory=list)
+    pre_decision: list[PreDecisionProvider] = field(default_factory=list)
+
+    def add_announcer(self, announcer: Announcer) -> None:
+        if all(existing.name != announcer.name for existing in self.announcers):
+            self.announcers.append(announcer)
+
+
+registry = Registry()

@@ -1,0 +1,289 @@
+"""Gatehouse's data: teams, agents, permission requests, the audit log and rules.
+
+Every write goes through `approvals.services`; these classes only describe the data and
+guard the audit log's append-only rule.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, NoReturn
+
+from django.conf import settings
+from django.db import models
+
+
+class Role(models.TextChoices):
+    APPROVER = "approver", "Approver"
+    VIEWER = "viewer", "Viewer"
+
+
+class Mode(models.TextChoices):
+    DEFAULT = "default", "default"
+    ACCEPT_EDITS = "acceptEdits", "acceptEdits"
+    PLAN = "plan", "plan"
+    BYPASS = "bypassPermissions", "bypassPermissions"
+    DONT_ASK = "dontAsk", "dontAsk"
+    AUTO = "auto", "auto"
+
+
+class Context(models.TextChoices):
+    INTERACTIVE = "interactive", "interactive"
+    HEADLESS = "headless", "headless"
+    COORDINATOR = "coordinator", "coordinator"
+
+
+class Team(models.Model):
+    name = models.SlugField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    """A person's role in one team; it decides what they see and may decide."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "team"], name="membership_unique_user_team")]
+
+    def __str__(self) -> str:
+        return f"{self.user} is {self.role} in {self.team}"
+
+
+class Agent(models.Model):
+    name = models.CharField(max_length=100)
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="agents")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="agents"
+    )
+    default_mode = models.CharField(max_length=32, choices=Mode.choices, default=Mode.DEFAULT)
+    # Only a SHA-256 of the token is stored; the prefix lets people tell tokens apart.
+    token_hash = models.CharField(max_length=64, unique=True)
+    token_prefix = models.CharField(max_length=16)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="agent_unique_team_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class PersonalToken(models.Model):
+    """An API token for a person (scripts, a phone app)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    token_hash = models.CharField(max_length=64, unique=True)
+    token_prefix = models.CharField(max_length=16)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+
+class RequestState(models.TextChoices):
+    PENDING = "pending", "pending"
+    DECIDED = "decided", "decided"
+    CANCELLED = "cancelled", "cancelled"
+    EXPIRED = "expired", "expired"
+
+
+class PermissionRequest(models.Model):
+    """One proposed tool call."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="requests")
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="requests")
+    tool_use_id = models.CharField(max_length=200)
+    tool_name = models.CharField(max_length=200)
+    tool_input = models.JSONField(default=dict)
+    # SHA-256 of the canonical input: how a PermissionRequest hook (no tool_use_id) finds
+    # the PreToolUse request of the same call.
+    input_hash = models.CharField(max_length=64)
+    session_id = models.CharField(max_length=200, blank=True, default="")
+    cwd = models.CharField(max_length=4096, blank=True, default="")
+    permission_mode = models.CharField(max_length=32, choices=Mode.choices, default=Mode.DEFAULT)
+    context = models.CharField(max_length=16, choices=Context.choices, default=Context.INTERACTIVE)
+    transcript_path = models.CharField(max_length=4096, blank=True, default="")
+    # What the engine said: trace, warnings, suggested rules, destructive warning.
+    evaluation = models.JSONField(default=dict)
+    # Claude Code's own "always allow" suggestions from a PermissionRequest hook.
+    permission_suggestions = models.JSONField(default=list, blank=True)
+    state = models.CharField(max_length=16, choices=RequestState.choices, default=RequestState.PENDING)
+    # Bumped by every state change; the conditional update on it is the race's fence.
+    version = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    # PostToolUse / PostToolUseFailure, recorded against the request.
+    result = models.JSONField(null=True, blank=True)
+    result_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "tool_use_id"], name="request_unique_agent_tool_use_id"),
+        ]
+        indexes = [
+            models.Index(fields=["state", "deadline_at"], name="request_state_deadline"),
+            models.Index(fields=["team", "state", "-created_at"], name="request_team_state_created"),
+            models.Index(fields=["agent", "session_id", "tool_name", "input_hash"], name="request_match"),
+        ]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} by {self.agent_id} ({self.state})"
+
+
+class AuditTamperError(Exception):
+    pass
+
+
+class DecisionQuerySet(models.QuerySet["Decision"]):
+    def update(self, **kwargs: Any) -> NoReturn:
+        raise AuditTamperError("The audit log is append-only: decisions cannot be updated.")
+
+    def delete(self) -> NoReturn:  # type: ignore[override]
+        raise AuditTamperError("The audit log is append-only: decisions cannot be deleted.")
+
+
+class Decision(models.Model):
+    """The audit log: one row per request outcome, append-only, hash-chained."""
+
+    request = models.OneToOneField(PermissionRequest, on_delete=models.PROTECT, related_name="decision")
+    # Denormalised so the audit list and the denials monitor filter without joins.
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="decisions")
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="decisions")
+    tool_name = models.CharField(max_length=200)
+    session_id = models.CharField(max_length=200, blank=True, default="")
+    behavior = models.CharField(max_length=8)
+    message = models.TextField(blank=True, default="")
+    updated_input = models.JSONField(null=True, blank=True)
+    reason_type = models.CharField(max_length=32, db_index=True)
+    reason = models.JSONField(default=dict)
+    rule = models.CharField(max_length=4096, blank=True, default="")
+    rule_source = models.CharField(max_length=32, blank=True, default="")
+    decided_by = models.CharField(max_length=150)
+    decided_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="decisions"
+    )
+    surface = models.CharField(max_length=32)
+    latency_ms = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(db_index=True)
+    # prev_hash is unique, so two writers that read the same chain head cannot both
+    # commit: the loser retries on the new head and the chain never forks.
+    prev_hash = models.CharField(max_length=64, unique=True)
+    hash = models.CharField(max_length=64, unique=True)
+
+    objects = DecisionQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["team", "-created_at"], name="decision_team_created"),
+            models.Index(fields=["agent", "tool_name", "created_at"], name="decision_agent_tool_created"),
+            models.Index(fields=["behavior", "created_at"], name="decision_behavior_created"),
+        ]
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.behavior} {self.tool_name} ({self.reason_type})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None:
+            raise AuditTamperError("The audit log is append-only: decisions cannot be updated.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise AuditTamperError("The audit log is append-only: decisions cannot be deleted.")
+
+
+class RuleSource(models.TextChoices):
+    """Claude Code's eight rule sources; settings-class ones weakest to strongest."""
+
+    USER_SETTINGS = "userSettings", "userSettings"
+    PROJECT_SETTINGS = "projectSettings", "projectSettings"
+    LOCAL_SETTINGS = "localSettings", "localSettings"
+    FLAG_SETTINGS = "flagSettings", "flagSettings"
+    POLICY_SETTINGS = "policySettings", "policySettings"
+    CLI_ARG = "cliArg", "cliArg"
+    COMMAND = "command", "command"
+    SESSION = "session", "session"
+
+
+class RuleBehavior(models.TextChoices):
+    ALLOW = "allow", "allow"
+    DENY = "deny", "deny"
+    ASK = "ask", "ask"
+
+
+class RuleScope(models.TextChoices):
+    GLOBAL = "global", "everyone"
+    AGENT = "agent", "one agent"
+    PROJECT = "project", "one project path"
+    SESSION = "session", "one session"
+
+
+class Rule(models.Model):
+    rule = models.CharField(max_length=4096)
+    behavior = models.CharField(max_length=8, choices=RuleBehavior.choices)
+    source = models.CharField(max_length=32, choices=RuleSource.choices)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="rules")
+    scope = models.CharField(max_length=16, choices=RuleScope.choices, default=RuleScope.GLOBAL)
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="rules")
+    project_path = models.CharField(max_length=4096, blank=True, default="")
+    session_id = models.CharField(max_length=200, blank=True, default="")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # Per-rule override of GATEHOUSE_ASK_TIMEOUT for asks this rule produces.
+    ask_timeout = models.PositiveIntegerField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="rules"
+    )
+    note = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["team", "scope"], name="rule_team_scope")]
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.behavior} {self.rule} ({self.source})"
+
+
+class SessionDenials(models.Model):
+    """The engine's denial-tracking state for one agent session."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="denial_states")
+    session_id = models.CharField(max_length=200)
+    state = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "session_id"], name="denials_unique_agent_session"),
+        ]
+
+
+class ChatIdentity(models.Model):
+    """Links a chat account (Telegram user id, Slack user id) to a Gatehouse user."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_identities")
+    provider = models.CharField(max_length=32)
+    external_id = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "external_id"], name="chat_identity_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.external_id} → {self.user}"

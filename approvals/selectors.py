@@ -1,0 +1,209 @@
+"""Every read Gatehouse makes, and the shapes requests and decisions are sent in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from approvals.models import (
+    Agent,
+    Decision,
+    Membership,
+    PermissionRequest,
+    PersonalToken,
+    RequestState,
+    Role,
+    Rule,
+    RuleScope,
+    Team,
+)
+
+# --- identity ---------------------------------------------------------------------------
+
+
+def agent_by_token_hash(digest: str) -> Agent | None:
+    return Agent.objects.select_related("team").filter(token_hash=digest, revoked_at__isnull=True).first()
+
+
+def personal_token_by_hash(digest: str) -> PersonalToken | None:
+    return PersonalToken.objects.select_related("user").filter(token_hash=digest, revoked_at__isnull=True).first()
+
+
+def team_ids_for(user: AbstractBaseUser | AnonymousUser, *, role: str | None = None) -> list[int] | None:
+    """The teams a person may see (or decide in, with role=approver); None means all."""
+    if not user.is_authenticated or not user.is_active:
+        return []
+    if user.is_superuser:
+        return None
+    memberships = Membership.objects.filter(user=user)
+    if role is not None:
+        memberships = memberships.filter(role=role)
+    return list(memberships.values_list("team_id", flat=True))
+
+
+def can_decide(user: AbstractBaseUser | AnonymousUser, request: PermissionRequest) -> bool:
+    teams = team_ids_for(user, role=Role.APPROVER)
+    return teams is None or request.team_id in teams
+
+
+def can_see(user: AbstractBaseUser | AnonymousUser, team_id: int) -> bool:
+    teams = team_ids_for(user)
+    return teams is None or team_id in teams
+
+
+def is_approver_anywhere(user: AbstractBaseUser | AnonymousUser) -> bool:
+    teams = team_ids_for(user, role=Role.APPROVER)
+    return teams is None or bool(teams)
+
+
+# --- requests ---------------------------------------------------------------------------
+
+
+def request_by_tool_use_id(*, agent: Agent, tool_use_id: str) -> PermissionRequest | None:
+    return PermissionRequest.objects.filter(agent=agent, tool_use_id=tool_use_id).first()
+
+
+def request_get(request_id: Any) -> PermissionRequest | None:
+    try:
+        return PermissionRequest.objects.select_related("agent", "team").filter(pk=request_id).first()
+    except Exception:  # a malformed UUID is simply "not found"
+        return None
+
+
+def request_matching(
+    *, agent: Agent, session_id: str, tool_name: str, input_hash: str
+) -> PermissionRequest | None:
+    """The newest request of the same session, tool and input (PermissionRequest matching)."""
+    return (
+        PermissionRequest.objects.filter(
+            agent=agent, session_id=session_id, tool_name=tool_name, input_hash=input_hash
+        )
+        .order_by("-created_at")
+        .first()
+    )
+
+
+def decision_for(request: PermissionRequest) -> Decision | None:
+    return Decision.objects.filter(request_id=request.pk).first()
+
+
+def requests_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[PermissionRequest]:
+    teams = team_ids_for(user)
+    queryset = PermissionRequest.objects.select_related("agent", "team", "decision")
+    return queryset if teams is None else queryset.filter(team_id__in=teams)
+
+
+def pending_requests(user: AbstractBaseUser | AnonymousUser) -> QuerySet[PermissionRequest]:
+    return requests_visible_to(user).filter(state=RequestState.PENDING).order_by("created_at")
+
+
+def pending_for_agent(agent: Agent) -> QuerySet[PermissionRequest]:
+    return PermissionRequest.objects.filter(agent=agent, state=RequestState.PENDING)
+
+
+def overdue_requests(limit: int = 100) -> QuerySet[PermissionRequest]:
+    return PermissionRequest.objects.select_related("agent").filter(
+        state=RequestState.PENDING, deadline_at__lte=timezone.now()
+    ).order_by("deadline_at")[:limit]
+
+
+# --- rules ------------------------------------------------------------------------------
+
+
+def rules_applying_to(*, agent: Agent, session_id: str, cwd: str) -> list[Rule]:
+    """The team's rules whose scope covers this agent, project and session, unexpired."""
+    now = timezone.now()
+    scoped = (
+        Q(scope=RuleScope.GLOBAL)
+        | Q(scope=RuleScope.AGENT, agent=agent)
+        | Q(scope=RuleScope.SESSION, session_id=session_id, agent__isnull=True)
+        | Q(scope=RuleScope.SESSION, session_id=session_id, agent=agent)
+    )
+    rules = Rule.objects.filter(team_id=agent.team_id).filter(scoped)
+    rules = rules.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+    project = [r for r in Rule.objects.filter(team_id=agent.team_id, scope=RuleScope.PROJECT) if _within(cwd, r.project_path)]
+    return list(rules.order_by("id")) + [r for r in project if r.expires_at is None or r.expires_at > now]
+
+
+def _within(cwd: str, project_path: str) -> bool:
+    root = project_path.rstrip("/")
+    return bool(root) and (cwd == root or cwd.startswith(root + "/"))
+
+
+def rules_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Rule]:
+    teams = team_ids_for(user)
+    queryset = Rule.objects.select_related("created_by", "agent", "team")
+    return queryset if teams is None else queryset.filter(team_id__in=teams)
+
+
+def teams_for(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Team]:
+    teams = team_ids_for(user)
+    return Team.objects.all() if teams is None else Team.objects.filter(pk__in=teams)
+
+
+# --- payloads ---------------------------------------------------------------------------
+
+
+def decision_payload(decision: Decision) -> dict[str, Any]:
+    """What an agent hears: the decision with its reason."""
+    return {
+        "id": decision.pk,
+        "behavior": decision.behavior,
+        "message": decision.message,
+        "updated_input": decision.updated_input,
+        "reason": decision.reason,
+        "decided_by": decision.decided_by,
+        "surface": decision.surface,
+        "decided_at": decision.created_at.isoformat(),
+    }
+
+
+def request_payload(request: PermissionRequest, decision: Decision | None = None) -> dict[str, Any]:
+    evaluation = request.evaluation or {}
+    return {
+        "id": str(request.pk),
+        "status": request.state,
+        "agent": request.agent.name,
+        "tool_use_id": request.tool_use_id,
+        "tool_name": request.tool_name,
+        "tool_input": request.tool_input,
+        "session_id": request.session_id,
+        "cwd": request.cwd,
+        "permission_mode": request.permission_mode,
+        "context": request.context,
+        "created_at": request.created_at.isoformat(),
+        "deadline_at": request.deadline_at.isoformat() if request.deadline_at else None,
+        "warnings": evaluation.get("warnings", []),
+        "destructive_warning": evaluation.get("destructive_warning"),
+        "suggested_rules": evaluation.get("suggested_rules", []),
+        "permission_suggestions": request.permission_suggestions,
+        "decision": decision_payload(decision) if decision is not None else None,
+    }
+
+
+def audit_rows(filters: dict[str, Any], user: AbstractBaseUser | AnonymousUser) -> QuerySet[Decision]:
+    """The audit log filtered as the API and the audit page allow, newest first."""
+    teams = team_ids_for(user)
+    rows = Decision.objects.select_related("agent", "request", "decided_by_user")
+    if teams is not None:
+        rows = rows.filter(team_id__in=teams)
+    lookups = {
+        "agent": "agent__name",
+        "session": "session_id",
+        "tool": "tool_name",
+        "behavior": "behavior",
+        "reason_type": "reason_type",
+        "rule": "rule",
+        "decided_by": "decided_by",
+        "surface": "surface",
+        "since": "created_at__gte",
+        "until": "created_at__lt",
+    }
+    for key, lookup in lookups.items():
+        value = filters.get(key)
+        if value not in (None, ""):
+            rows = rows.filter(**{lookup: value})
+    return rows.order_by("-id")

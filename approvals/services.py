@@ -1,0 +1,589 @@
+"""Every write Gatehouse makes. Views, consumers, bridges and commands call these.
+
+The contract that matters most: a decision reaches nobody before its audit row has
+committed. Each function that decides writes the `Decision` row in the same transaction
+as the request's state change and announces only from `transaction.on_commit`. When the
+audit row cannot be written the caller gets `AuditUnavailable` and must deny.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+import policy
+from approvals import events, selectors
+from approvals.audit import chain_head, input_hash, row_hash
+from approvals.extensions import registry
+from approvals.models import (
+    Agent,
+    Decision,
+    Membership,
+    Mode,
+    PermissionRequest,
+    PersonalToken,
+    RequestState,
+    Role,
+    Rule,
+    RuleBehavior,
+    RuleScope,
+    RuleSource,
+    SessionDenials,
+    Team,
+)
+
+log = logging.getLogger(__name__)
+
+AUDIT_UNAVAILABLE = "audit unavailable: Gatehouse could not record this decision, so it denies the call."
+REMEMBER_CHOICES = ("once", "session", "project", "always")
+
+
+class AuditUnavailable(Exception):
+    """The audit row could not be written; the caller must deny."""
+
+
+class ServiceError(ValueError):
+    """Bad input to a service, with a message a person or a model can act on."""
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    request: PermissionRequest
+    decision: Decision | None
+    created: bool
+
+
+@dataclass(frozen=True)
+class DecideResult:
+    won: bool
+    request: PermissionRequest
+    decision: Decision | None
+    # Who holds the claim when the loser arrived before the winner's row committed.
+    holder: str = ""
+
+
+# --- tokens -----------------------------------------------------------------------------
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _new_token(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_urlsafe(32)}"
+
+
+def default_team() -> Team:
+    team, _ = Team.objects.get_or_create(name="default")
+    return team
+
+
+def agent_create(
+    *, name: str, team: Team | None = None, owner: AbstractBaseUser | None = None, mode: str = "default"
+) -> tuple[Agent, str]:
+    """Register an agent; return it and its token (shown once, stored hashed)."""
+    if mode not in Mode.values:
+        raise ServiceError(f"unknown mode {mode!r}; use one of {', '.join(Mode.values)}")
+    team = team or default_team()
+    if Agent.objects.filter(team=team, name=name).exists():
+        raise ServiceError(f"an agent named {name!r} already exists in team {team.name!r}")
+    token = _new_token("gha")
+    agent = Agent.objects.create(
+        name=name, team=team, owner=owner, default_mode=mode, token_hash=token_hash(token), token_prefix=token[:8]
+    )
+    return agent, token
+
+
+def agent_revoke(*, agent: Agent) -> None:
+    Agent.objects.filter(pk=agent.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def agent_touch(*, agent: Agent) -> None:
+    """Record that the agent was seen, at most once a minute (it is on every request)."""
+    now = timezone.now()
+    if agent.last_seen_at is None or now - agent.last_seen_at > timedelta(minutes=1):
+        Agent.objects.filter(pk=agent.pk).update(last_seen_at=now)
+        agent.last_seen_at = now
+
+
+def personal_token_create(*, user: AbstractBaseUser) -> str:
+    token = _new_token("ghp")
+    PersonalToken.objects.create(user=user, token_hash=token_hash(token), token_prefix=token[:8])
+    return token
+
+
+def membership_set(*, user: AbstractBaseUser, team: Team, role: str) -> Membership:
+    if role not in Role.values:
+        raise ServiceError(f"unknown role {role!r}; use approver or viewer")
+    membership, _ = Membership.objects.update_or_create(user=user, team=team, defaults={"role": role})
+    return membership
+
+
+# --- rules ------------------------------------------------------------------------------
+
+
+def _validated_rule(rule: str, behavior: str, source: str) -> str:
+    if behavior not in RuleBehavior.values:
+        raise ServiceError(f"behavior must be allow, deny or ask, not {behavior!r}")
+    if source not in RuleSource.values:
+        raise ServiceError(f"unknown source {source!r}; use one of {', '.join(RuleSource.values)}")
+    try:
+        return str(policy.parse_rule(rule))
+    except policy.RuleSyntaxError as exc:
+        raise ServiceError(f"invalid rule {rule!r}: {exc}") from None
+
+
+def rule_create(
+    *,
+    rule: str,
+    behavior: str,
+    source: str,
+    team: Team,
+    scope: str = RuleScope.GLOBAL,
+    agent: Agent | None = None,
+    project_path: str = "",
+    session_id: str = "",
+    expires_at: datetime | None = None,
+    ask_timeout: int | None = None,
+    created_by: AbstractBaseUser | None = None,
+    note: str = "",
+) -> Rule:
+    text = _validated_rule(rule, behavior, source)
+    _check_scope(scope, agent, project_path, session_id)
+    return Rule.objects.create(
+        rule=text,
+        behavior=behavior,
+        source=source,
+        team=team,
+        scope=scope,
+        agent=agent,
+        project_path=project_path,
+        session_id=session_id,
+        expires_at=expires_at,
+        ask_timeout=ask_timeout,
+        created_by=created_by,
+        note=note,
+    )
+
+
+def rule_update(*, rule: Rule, **changes: Any) -> Rule:
+    for name, value in changes.items():
+        setattr(rule, name, value)
+    rule.rule = _validated_rule(rule.rule, rule.behavior, rule.source)
+    _check_scope(rule.scope, rule.agent, rule.project_path, rule.session_id)
+    rule.save()
+    return rule
+
+
+def rule_delete(*, rule: Rule) -> None:
+    rule.delete()
+
+
+def _check_scope(scope: str, agent: Agent | None, project_path: str, session_id: str) -> None:
+    if scope not in RuleScope.values:
+        raise ServiceError(f"scope must be one of {', '.join(RuleScope.values)}, not {scope!r}")
+    if scope == RuleScope.AGENT and agent is None:
+        raise ServiceError("a rule with scope 'agent' needs an agent")
+    if scope == RuleScope.PROJECT and not project_path:
+        raise ServiceError("a rule with scope 'project' needs a project_path")
+    if scope == RuleScope.SESSION and not session_id:
+        raise ServiceError("a rule with scope 'session' needs a session_id")
+
+
+@lru_cache(maxsize=128)
+def _compiled(items: tuple[tuple[str, str, str, str], ...]) -> policy.CompiledRules:
+    return policy.compile_rules(
+        [{"rule": r, "behavior": b, "source": s, **({"expires_at": e} if e else {})} for r, b, s, e in items]
+    )
+
+
+def compiled_rules_for(agent: Agent, session_id: str, cwd: str) -> tuple[policy.CompiledRules, dict[str, int]]:
+    """The engine's view of the rules that apply to one call, compiled once per rule set.
+
+    Returns the compiled rules and a map from rule text+source to its `Rule.ask_timeout`.
+    """
+    rules = selectors.rules_applying_to(agent=agent, session_id=session_id, cwd=cwd)
+    items = tuple(
+        (r.rule, r.behavior, r.source, r.expires_at.isoformat() if r.expires_at else "") for r in rules
+    )
+    timeouts = {f"{r.source}:{r.rule}": r.ask_timeout for r in rules if r.ask_timeout}
+    return _compiled(items), timeouts
+
+
+# --- requests ---------------------------------------------------------------------------
+
+
+def _engine_input(agent: Agent, call: dict[str, Any]) -> dict[str, Any]:
+    doc = {
+        "tool_name": call["tool_name"],
+        "tool_input": call.get("tool_input", {}),
+        "cwd": call.get("cwd", ""),
+        "additional_directories": call.get("additional_directories", []),
+        "mode": call.get("permission_mode") or agent.default_mode,
+        "context": call.get("context") or "interactive",
+        "session_id": call.get("session_id", ""),
+        "pre_tool_use_hooks": list(call.get("pre_tool_use_hooks", [])),
+    }
+    if call.get("home"):
+        doc["home"] = call["home"]
+    state = SessionDenials.objects.filter(agent=agent, session_id=doc["session_id"]).values_list("state", flat=True)
+    doc["denial_state"] = state.first() or {}
+    doc.update(_run_pre_decision(doc, agent.team_id))
+    return doc
+
+
+def _run_pre_decision(doc: dict[str, Any], team_id: int) -> dict[str, Any]:
+    """SPEC §4 step 3: PreToolUse webhooks and the classifier run in parallel."""
+    providers = list(registry.pre_decision)
+    if not providers:
+        return {}
+    merged: dict[str, Any] = {}
+    with ThreadPoolExecutor(max_workers=len(providers)) as pool:
+        futures = [pool.submit(provider, dict(doc), team_id=team_id) for provider in providers]
+        for future in futures:
+            contribution = future.result()
+            hooks = contribution.pop("pre_tool_use_hooks", [])
+            merged.setdefault("pre_tool_use_hooks", list(doc["pre_tool_use_hooks"])).extend(hooks)
+            merged.update(contribution)
+    return merged
+
+
+def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
+    """Evaluate one proposed tool call; record its decision or leave it pending.
+
+    - Replaying a `tool_use_id` returns the first request and its decision.
+    - Raises `AuditUnavailable` when the outcome cannot be recorded.
+    """
+    tool_use_id = call.get("tool_use_id") or f"gh_{uuid.uuid4().hex}"
+    existing = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id)
+    if existing is not None:
+        return SubmitResult(existing, selectors.decision_for(existing), created=False)
+
+    started = time.perf_counter()
+    doc = _engine_input(agent, call)
+    compiled, timeouts = compiled_rules_for(agent, doc["session_id"], doc["cwd"])
+    verdict = policy.decide(doc, rules=compiled)
+    engine_ms = (time.perf_counter() - started) * 1000
+    request = PermissionRequest(
+        agent=agent,
+        team_id=agent.team_id,
+        tool_use_id=tool_use_id,
+        tool_name=verdict.tool_name or call["tool_name"],
+        tool_input=call.get("tool_input", {}),
+        input_hash=input_hash(call.get("tool_input", {})),
+        session_id=doc["session_id"],
+        cwd=doc["cwd"],
+        permission_mode=doc["mode"],
+        context=doc["context"],
+        transcript_path=call.get("transcript_path", ""),
+        permission_suggestions=call.get("permission_suggestions", []),
+        evaluation=_evaluation(verdict),
+    )
+    try:
+        return _store_submission(agent, request, verdict, engine_ms, timeouts)
+    except IntegrityError:
+        # A concurrent replay of the same tool_use_id won the insert.
+        existing = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id)
+        if existing is None:
+            raise AuditUnavailable(AUDIT_UNAVAILABLE) from None
+        return SubmitResult(existing, selectors.decision_for(existing), created=False)
+    except DatabaseError as exc:
+        log.error("audit write failed for %s: %s", tool_use_id, exc)
+        raise AuditUnavailable(AUDIT_UNAVAILABLE) from exc
+
+
+def _evaluation(verdict: policy.Decision) -> dict[str, Any]:
+    data = verdict.to_dict()
+    return {
+        "behavior": data["behavior"],
+        "reason": data["reason"],
+        "message": data["message"],
+        "warnings": data["warnings"],
+        "trace": data["trace"],
+        "suggested_rules": data["suggested_rules"],
+        "destructive_warning": data["destructive_warning"],
+        "updated_input": data["updated_input"],
+    }
+
+
+def _store_submission(
+    agent: Agent,
+    request: PermissionRequest,
+    verdict: policy.Decision,
+    engine_ms: float,
+    timeouts: dict[str, int],
+) -> SubmitResult:
+    now = timezone.now()
+    with transaction.atomic():
+        _save_denial_state(agent, request.session_id, verdict.denial_state)
+        if verdict.behavior == "ask":
+            request.deadline_at = now + timedelta(seconds=_ask_timeout(verdict, timeouts))
+            request.save(force_insert=True)
+            events.announce_created(request)
+            return SubmitResult(request, None, created=True)
+        request.state = RequestState.DECIDED
+        request.decided_at = now
+        request.version = 1
+        request.save(force_insert=True)
+        decision = _append_decision(
+            request,
+            behavior=verdict.behavior,
+            message=verdict.message,
+            updated_input=verdict.updated_input,
+            reason=verdict.reason,
+            decided_by=_engine_decider(verdict.reason),
+            surface="engine",
+            latency_ms=engine_ms,
+        )
+        events.announce_finished(request, decision)
+    return SubmitResult(request, decision, created=True)
+
+
+def _ask_timeout(verdict: policy.Decision, timeouts: dict[str, int]) -> int:
+    reason = verdict.reason
+    key = f"{reason.get('source', '')}:{reason.get('rule', '')}"
+    return int(timeouts.get(key) or settings.GATEHOUSE_ASK_TIMEOUT)
+
+
+def _save_denial_state(agent: Agent, session_id: str, state: dict[str, Any]) -> None:
+    if session_id:
+        SessionDenials.objects.update_or_create(agent=agent, session_id=session_id, defaults={"state": state})
+
+
+def _engine_decider(reason: dict[str, Any]) -> str:
+    kind = reason.get("type", "other")
+    name = reason.get("rule") or reason.get("hook") or reason.get("classifier") or reason.get("mode") or ""
+    return f"{kind} {name}".strip()[:150]
+
+
+def _append_decision(
+    request: PermissionRequest,
+    *,
+    behavior: str,
+    message: str,
+    reason: dict[str, Any],
+    decided_by: str,
+    surface: str,
+    updated_input: dict[str, Any] | None = None,
+    user: AbstractBaseUser | None = None,
+    latency_ms: float | None = None,
+) -> Decision:
+    """Write the audit row at the head of the hash chain. Call inside `transaction.atomic()`."""
+    now = timezone.now()
+    if latency_ms is None:
+        latency_ms = (now - request.created_at).total_seconds() * 1000
+    fields = {
+        "request": request,
+        "agent_id": request.agent_id,
+        "team_id": request.team_id,
+        "tool_name": request.tool_name,
+        "session_id": request.session_id,
+        "behavior": behavior,
+        "message": message,
+        "updated_input": updated_input,
+        "reason_type": str(reason.get("type", "other")),
+        "reason": reason,
+        "rule": str(reason.get("rule", ""))[:4096],
+        "rule_source": str(reason.get("source", ""))[:32] if reason.get("rule") else "",
+        "decided_by": decided_by[:150],
+        "decided_by_user": user,
+        "surface": surface,
+        "latency_ms": latency_ms,
+        "created_at": now,
+    }
+    # prev_hash is unique: a concurrent writer that read the same head loses the insert
+    # and retries on the new head, so the chain never forks.
+    for _ in range(20):
+        try:
+            with transaction.atomic():
+                prev = chain_head()
+                decision = Decision(**fields, prev_hash=prev)
+                decision.hash = row_hash(decision, prev)
+                decision.save(force_insert=True)
+                return decision
+        except IntegrityError:
+            if Decision.objects.filter(request=request).exists():
+                raise
+            continue
+    raise AuditUnavailable("the audit chain stayed contended; try again")
+
+
+def request_decide(
+    *,
+    request_id: uuid.UUID | str,
+    behavior: str,
+    surface: str,
+    user: AbstractBaseUser | None = None,
+    decided_by: str = "",
+    message: str = "",
+    updated_input: dict[str, Any] | None = None,
+    remember: str = "once",
+    remember_hours: float | None = None,
+    reason_type: str = "user",
+    reason_extra: dict[str, Any] | None = None,
+) -> DecideResult:
+    """Answer a pending request: claim it, fence it, audit it, then announce it.
+
+    - The claim store (Redis) is the fast path; the conditional update of the row
+      (`state = 'pending'`, version bump) is the fence, so a claim-store fault can
+      never produce a second decision.
+    - Returns `won=False` with the winner's decision for every loser.
+    """
+    if behavior not in ("allow", "deny"):
+        raise ServiceError(f"behavior must be allow or deny, not {behavior!r}")
+    if remember not in REMEMBER_CHOICES:
+        raise ServiceError(f"remember must be one of {', '.join(REMEMBER_CHOICES)}, not {remember!r}")
+    decided_by = decided_by or (user.get_username() if user is not None else surface)
+    store = registry.claim_store
+    claim = store.claim(str(request_id), f"{decided_by} via {surface}") if store is not None else None
+    if store is not None and claim is None:
+        request = PermissionRequest.objects.get(pk=request_id)
+        return DecideResult(False, request, selectors.decision_for(request), holder=store.holder(str(request_id)) or "")
+    try:
+        return _decide_fenced(
+            request_id,
+            behavior=behavior,
+            surface=surface,
+            user=user,
+            decided_by=decided_by,
+            message=message,
+            updated_input=updated_input,
+            remember=remember,
+            remember_hours=remember_hours,
+            reason={"type": reason_type, "decided_by": decided_by, "surface": surface, **(reason_extra or {})},
+        )
+    finally:
+        if claim is not None:
+            claim.release()
+
+
+def _decide_fenced(
+    request_id: uuid.UUID | str,
+    *,
+    behavior: str,
+    surface: str,
+    user: AbstractBaseUser | None,
+    decided_by: str,
+    message: str,
+    updated_input: dict[str, Any] | None,
+    remember: str,
+    remember_hours: float | None,
+    reason: dict[str, Any],
+) -> DecideResult:
+    try:
+        with transaction.atomic():
+            request = _fence(request_id, RequestState.DECIDED)
+            if request is None:
+                current = PermissionRequest.objects.get(pk=request_id)
+                return DecideResult(False, current, selectors.decision_for(current))
+            if behavior == "allow" and remember != "once":
+                reason["saved_rule"] = _remember(request, remember, remember_hours, user)
+            if behavior == "deny" and not message:
+                message = f"Denied by {decided_by} via {surface}. Do not retry this call; try another approach."
+            decision = _append_decision(
+                request,
+                behavior=behavior,
+                message=message,
+                reason=reason,
+                decided_by=decided_by,
+                surface=surface,
+                updated_input=updated_input,
+                user=user,
+            )
+            events.announce_finished(request, decision)
+    except DatabaseError as exc:
+        log.error("audit write failed deciding %s: %s", request_id, exc)
+        raise AuditUnavailable(AUDIT_UNAVAILABLE) from exc
+    return DecideResult(True, request, decision)
+
+
+def _fence(request_id: uuid.UUID | str, new_state: str) -> PermissionRequest | None:
+    """Move a pending request to `new_state`; None if someone else got there first."""
+    updated = PermissionRequest.objects.filter(pk=request_id, state=RequestState.PENDING).update(
+        state=new_state, version=F("version") + 1, decided_at=timezone.now()
+    )
+    if updated != 1:
+        return None
+    return PermissionRequest.objects.select_related("agent").get(pk=request_id)
+
+
+def _remember(request: PermissionRequest, remember: str, hours: float | None, user: AbstractBaseUser | None) -> str:
+    suggestions = request.evaluation.get("suggested_rules") or [request.tool_name]
+    text = suggestions[0]
+    expires = timezone.now() + timedelta(hours=hours) if hours else None
+    scope = {"session": RuleScope.SESSION, "project": RuleScope.PROJECT, "always": RuleScope.GLOBAL}[remember]
+    rule_create(
+        rule=text,
+        behavior="allow",
+        source="session" if remember == "session" else "localSettings",
+        team=request.team,
+        scope=scope,
+        project_path=request.cwd if scope == RuleScope.PROJECT else "",
+        session_id=request.session_id if scope == RuleScope.SESSION else "",
+        expires_at=expires,
+        created_by=user,
+        note=f"Saved when approving request {request.pk}",
+    )
+    return text
+
+
+def request_cancel(*, request: PermissionRequest, reason: str = "withdrawn by the agent") -> DecideResult:
+    """The agent withdrew (answered locally, or its process ended): cancelled everywhere."""
+    return _finish_without_person(
+        request,
+        RequestState.CANCELLED,
+        reason={"type": "cancelled", "detail": reason},
+        message=f"Request cancelled: {reason}.",
+        decided_by=f"agent {request.agent.name}"[:150],
+        surface="local" if "local" in reason else "agent",
+    )
+
+
+def request_expire(*, request: PermissionRequest) -> DecideResult:
+    """Nobody answered before the deadline: deny with reason `timeout`."""
+    return _finish_without_person(
+        request,
+        RequestState.EXPIRED,
+        reason={"type": "timeout", "deadline_at": request.deadline_at.isoformat() if request.deadline_at else None},
+        message="Nobody approved this call before its deadline, so it was denied. Ask the user before retrying.",
+        decided_by="timeout",
+        surface="timer",
+    )
+
+
+def _finish_without_person(
+    request: PermissionRequest, state: str, *, reason: dict[str, Any], message: str, decided_by: str, surface: str
+) -> DecideResult:
+    try:
+        with transaction.atomic():
+            fenced = _fence(request.pk, state)
+            if fenced is None:
+                current = PermissionRequest.objects.get(pk=request.pk)
+                return DecideResult(False, current, selectors.decision_for(current))
+            decision = _append_decision(
+                fenced, behavior="deny", message=message, reason=reason, decided_by=decided_by, surface=surface
+            )
+            events.announce_finished(fenced, decision)
+    except DatabaseError as exc:
+        raise AuditUnavailable(AUDIT_UNAVAILABLE) from exc
+    return DecideResult(True, fenced, decision)
+
+
+def request_record_result(*, request: PermissionRequest, ok: bool, output: Any = None, error: str = "") -> None:
+    """Record PostToolUse (ok) or PostToolUseFailure against the request."""
+    result = {"ok": ok, "output": output} if ok else {"ok": False, "error": error}
+    PermissionRequest.objects.filter(pk=request.pk).update(result=result, result_at=timezone.now())

@@ -1,0 +1,15 @@
+"""Top-level routes: the API, the Claude Code hook endpoint, chat integrations, pages."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include("approvals.api.urls")),
+    path("", include("relay.urls")),
+    path("", include("approvals.urls")),
+]

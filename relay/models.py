@@ -1,0 +1,64 @@
+"""The relay's own state: where each ask was announced, which chat updates were applied,
+and the outbound webhooks."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from approvals.models import PermissionRequest, Team
+
+
+class SurfaceMessage(models.Model):
+    """A chat message that announced a request, so it can be edited when it is decided."""
+
+    request = models.ForeignKey(PermissionRequest, on_delete=models.CASCADE, related_name="surface_messages")
+    surface = models.CharField(max_length=32)
+    channel = models.CharField(max_length=200)
+    message_id = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finalised_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["surface", "channel", "message_id"], name="surface_message_unique"
+            ),
+        ]
+
+
+class ProcessedUpdate(models.Model):
+    """An inbound chat update (Telegram update_id, Slack retry) applied exactly once."""
+
+    surface = models.CharField(max_length=32)
+    update_id = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["surface", "update_id"], name="processed_update_unique"),
+        ]
+
+
+class Webhook(models.Model):
+    """An outbound PreToolUse or PermissionRequest webhook, HMAC-signed."""
+
+    class Event(models.TextChoices):
+        PRE_TOOL_USE = "PreToolUse", "PreToolUse"
+        PERMISSION_REQUEST = "PermissionRequest", "PermissionRequest"
+
+    class OnError(models.TextChoices):
+        IGNORE = "ignore", "ignore"
+        DENY = "deny", "deny"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="webhooks")
+    name = models.CharField(max_length=100)
+    url = models.URLField(max_length=2000)
+    event = models.CharField(max_length=32, choices=Event.choices)
+    secret = models.CharField(max_length=200)
+    timeout_ms = models.PositiveIntegerField(default=5000)
+    on_error = models.CharField(max_length=8, choices=OnError.choices, default=OnError.IGNORE)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.url}"

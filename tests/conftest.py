@@ -1,0 +1,127 @@
+"""Personas shared by the whole suite, and the real services tests run against.
+
+Alice approves in the default team, Bob only views it, Mallory belongs to another team,
+and `ci-bot` is the default team's agent.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+# Each test run gets its own Redis key prefix, so runs side by side never share state.
+os.environ.setdefault("GATEHOUSE_REDIS_PREFIX", f"gh-test-{os.getpid()}")
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """Give this run its own test database, so two runs on one machine never collide."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    suffix = f"_{os.getpid()}"
+    if db["ENGINE"].endswith("sqlite3"):
+        db.setdefault("TEST", {})["NAME"] = str(settings.VAR_DIR / f"test{suffix}.sqlite3")
+    else:
+        db.setdefault("TEST", {})["NAME"] = f"test_gatehouse{suffix}"
+
+
+@dataclass
+class AgentPersona:
+    agent: Any
+    token: str
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"HTTP_AUTHORIZATION": f"Bearer {self.token}"}
+
+
+@pytest.fixture
+def default_team(db: None) -> Any:
+    from approvals import services
+
+    return services.default_team()
+
+
+@pytest.fixture
+def other_team(db: None) -> Any:
+    from approvals.models import Team
+
+    return Team.objects.get_or_create(name="other")[0]
+
+
+def _person(username: str, team: Any, role: str | None) -> Any:
+    from django.contrib.auth import get_user_model
+
+    from approvals import services
+
+    user = get_user_model().objects.create_user(username=username, password=f"{username}-password-1")
+    if role is not None:
+        services.membership_set(user=user, team=team, role=role)
+    return user
+
+
+@pytest.fixture
+def alice(default_team: Any) -> Any:
+    """Alice approves requests in the default team."""
+    return _person("alice", default_team, "approver")
+
+
+@pytest.fixture
+def bob(default_team: Any) -> Any:
+    """Bob can watch the default team's queue but not decide."""
+    return _person("bob", default_team, "viewer")
+
+
+@pytest.fixture
+def mallory(other_team: Any) -> Any:
+    """Mallory approves in another team and must see nothing of the default one."""
+    return _person("mallory", other_team, "approver")
+
+
+@pytest.fixture
+def admin(default_team: Any) -> Any:
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_superuser(username="root", password="root-password-1")
+
+
+@pytest.fixture
+def ci_bot(default_team: Any) -> AgentPersona:
+    """The default team's agent."""
+    from approvals import services
+
+    agent, token = services.agent_create(name="ci-bot", team=default_team)
+    return AgentPersona(agent, token)
+
+
+@pytest.fixture
+def other_bot(other_team: Any) -> AgentPersona:
+    """Another team's agent."""
+    from approvals import services
+
+    agent, token = services.agent_create(name="other-bot", team=other_team)
+    return AgentPersona(agent, token)
+
+
+@pytest.fixture
+def redis_url() -> str:
+    url = os.environ.get("REDIS_URL")
+    assert url, "tests need a real Redis: run them through `make test`, which starts one"
+    return url
+
+
+@pytest.fixture
+def clean_redis(redis_url: str) -> Iterator[Any]:
+    """A Redis client; this run's keys are removed afterwards."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    prefix = os.environ["GATEHOUSE_REDIS_PREFIX"]
+    for key in client.scan_iter(f"{prefix}*"):
+        client.delete(key)

@@ -1,0 +1,111 @@
+"""A real Gatehouse server for end-to-end tests: Daphne in a subprocess on a free port.
+
+It shares the test database (use `transactional_db` so rows are committed and visible)
+and the run's Redis, so a test can drive it over HTTP and WebSocket exactly as an agent,
+a browser or a chat service would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_database_url() -> str:
+    """The URL of the database pytest-django created for this run."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    user = quote(db.get("USER") or "")
+    password = f":{quote(db['PASSWORD'])}" if db.get("PASSWORD") else ""
+    host = db.get("HOST") or "127.0.0.1"
+    port = db.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
+
+
+def wait_for_port(port: int, timeout: float = 20.0, process: subprocess.Popen[Any] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"server exited early with code {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listened on 127.0.0.1:{port} within {timeout}s")
+
+
+class LiveServer:
+    def __init__(self, port: int, process: subprocess.Popen[bytes], log_path: Path) -> None:
+        self.port = port
+        self.process = process
+        self.log_path = log_path
+        self.url = f"http://127.0.0.1:{port}"
+        self.ws_url = f"ws://127.0.0.1:{port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(timeout=20)
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=test_database_url(),
+        DJANGO_SETTINGS_MODULE="gatehouse.settings",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+@contextmanager
+def live_server(*, port: int | None = None, server: str = "daphne", **env: str) -> Iterator[LiveServer]:
+    """Start a Gatehouse server process; stop it (and wait) on exit."""
+    port = port or free_port()
+    log_dir = ROOT / "var" / "test-logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"server-{port}.log"
+    bin_dir = Path(sys.executable).parent
+    if server == "daphne":
+        cmd = [str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(port), "gatehouse.asgi:application"]
+    else:
+        cmd = [str(bin_dir / "uvicorn"), "--host", "127.0.0.1", "--port", str(port), "gatehouse.asgi:application"]
+    with open(log_path, "wb") as log_file:
+        process = subprocess.Popen(cmd, cwd=ROOT, env=server_env(**env), stdout=log_file, stderr=subprocess.STDOUT)
+    live = LiveServer(port, process, log_path)
+    try:
+        wait_for_port(port, process=process)
+        yield live
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
