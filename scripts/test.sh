@@ -15,7 +15,7 @@ run_suite() {
     echo "== tests on PostgreSQL ($PG_URL)"
     # The browser and Claude Code CLI tests exercise pages and hooks, not the database
     # engine; they run once, on SQLite.
-    DATABASE_URL="$PG_URL" $BIN/python -m pytest -m "not e2e" "$@"
+    DATABASE_URL="$PG_URL" $BIN/python -m pytest -m "not browser and not claude_cli" "$@"
   else
     echo "== PostgreSQL not reachable at $PG_URL: tests ran on SQLite only"
   fi
