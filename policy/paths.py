@@ -1,0 +1,134 @@
+"""Path normalisation, working-directory membership and protected paths."""
+
+from __future__ import annotations
+
+import os.path
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# Writes here change how the repository, the agent or the user's shell behaves next
+# time, so they are a safety check that asks even in bypassPermissions.
+PROTECTED_DIRS = (".git", ".claude", ".vscode", ".idea", ".husky")
+# Claude Code exempts these: agents routinely write commands, agents and skills.
+PROTECTED_EXEMPT = (".claude/commands", ".claude/agents", ".claude/skills")
+PROTECTED_FILES = frozenset(
+    {
+        ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+        ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".cshrc",
+        ".tcshrc", ".kshrc", ".inputrc", ".gitconfig", ".gitmodules",
+        ".mcp.json", ".claude.json", ".ripgreprc", ".npmrc", ".pypirc", ".netrc",
+    }
+)
+DEVICE_PREFIXES = ("/dev/", "/proc/", "/sys/")
+HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+
+
+@dataclass(frozen=True)
+class NormalPath:
+    """A path as written (``lexical``) and with symlinks resolved (``real``)."""
+
+    lexical: str
+    real: str
+
+    def variants(self) -> tuple[str, ...]:
+        if self.lexical == self.real:
+            return (self.lexical,)
+        return (self.lexical, self.real)
+
+
+def expand_home(path: str, home: str) -> str:
+    if path == "~":
+        return home
+    if path.startswith("~/"):
+        return os.path.join(home, path[2:])
+    return path
+
+
+def normalise(path: str, cwd: str, home: str) -> NormalPath:
+    """Resolve ``~``, relative segments and ``..`` against cwd, then symlinks."""
+    base = cwd if os.path.isabs(cwd) else "/"
+    expanded = expand_home(path.replace("\x00", ""), home)
+    lexical = os.path.normpath(os.path.join(base, expanded))
+    if lexical.startswith("//"):
+        lexical = "/" + lexical.lstrip("/")
+    try:
+        real = os.path.realpath(lexical)
+    except (OSError, ValueError):
+        real = lexical
+    return NormalPath(lexical, real)
+
+
+def working_directories(cwd: str, additional: Iterable[str], home: str) -> tuple[str, ...]:
+    """Return the absolute, symlink-resolved working directories (cwd first)."""
+    roots: list[str] = []
+    for entry in (cwd, *additional):
+        if not isinstance(entry, str) or not entry:
+            continue
+        if not os.path.isabs(entry) and not entry.startswith("~"):
+            entry = os.path.join(cwd or "/", entry)
+        resolved = normalise(entry, cwd or "/", home)
+        for candidate in resolved.variants():
+            if candidate not in roots:
+                roots.append(candidate)
+    return tuple(roots)
+
+
+def is_inside(path: str, root: str) -> bool:
+    if root == "/":
+        return path.startswith("/")
+    return path == root or path.startswith(root + "/")
+
+
+def inside_any(path: NormalPath, roots: Iterable[str]) -> bool:
+    """True only if both the lexical and the resolved path lie in a working directory."""
+    roots = tuple(roots)
+    return all(any(is_inside(v, r) for r in roots) for v in path.variants())
+
+
+def protected_reason(path: NormalPath) -> str | None:
+    """Name the protected location a write would touch, or None."""
+    for candidate in path.variants():
+        parts = candidate.split("/")
+        if parts[-1] in PROTECTED_FILES:
+            return f"{parts[-1]} configures your shell or tools"
+        joined = "/".join(parts)
+        for index, part in enumerate(parts[:-1]):
+            if part not in PROTECTED_DIRS:
+                continue
+            tail = "/".join(parts[index:])
+            if any(tail.startswith(e + "/") for e in PROTECTED_EXEMPT):
+                continue
+            return f"{part}/ is a protected directory ({joined})"
+    return None
+
+
+def device_reason(path: NormalPath) -> str | None:
+    for candidate in path.variants():
+        if candidate in HARMLESS_DEVICES:
+            continue
+        if candidate.startswith(DEVICE_PREFIXES):
+            return f"{candidate} is a device or kernel file"
+    return None
+
+
+# Credentials and keys: a command that names one never auto-allows.
+SENSITIVE_HOME = (
+    ".ssh", ".aws", ".gnupg", ".kube", ".azure", ".config/gcloud", ".docker/config.json",
+    ".netrc", ".npmrc", ".pypirc", ".git-credentials", ".config/gh",
+)
+SENSITIVE_ABSOLUTE = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/root")
+
+
+def sensitive_reason(path: NormalPath, home: str) -> str | None:
+    for candidate in path.variants():
+        for entry in SENSITIVE_HOME:
+            if is_inside(candidate, os.path.join(home, entry)):
+                return f"{candidate} holds credentials"
+        for entry in SENSITIVE_ABSOLUTE:
+            if is_inside(candidate, entry) and not is_inside(home, entry):
+                return f"{candidate} is a sensitive system path"
+    return None
+
+
+def looks_like_path(word: str) -> bool:
+    return word.startswith(("/", "~", "./", "../")) or "/" in word or word == ".."

@@ -1,0 +1,90 @@
+"""Layers 1a–3 of the pipeline: rules, the tool's own check, modes, allow rules."""
+
+from __future__ import annotations
+
+from policy.decision import hook_reason, mode_reason, rule_reason, simple_reason
+from policy.pipeline.context import CallContext
+from policy.pipeline.hooks import HookOutcome
+from policy.pipeline.matching import find_rule
+from policy.pipeline.request import Request
+from policy.pipeline.state import Run, Verdict
+from policy.pipeline.toolcheck import ToolCheck, check_tool
+from policy.rules.compiled import CompiledRule, CompiledRules
+
+
+def _rule_verdict(rule: CompiledRule, ctx: CallContext) -> Verdict:
+    if rule.behavior == "deny":
+        message = (f"Permission to use {ctx.spec.name} has been denied by the rule "
+                   f"{rule.text} ({rule.source}).")
+    elif rule.behavior == "ask":
+        message = f"The rule {rule.text} ({rule.source}) requires approval for this action."
+    else:
+        message = ""
+    return Verdict(rule.behavior, rule_reason(rule.describe()), message)
+
+
+def deny_and_ask_rules(rules: CompiledRules, ctx: CallContext, run: Run) -> Verdict | None:
+    """Layers 1a and 1b: a deny rule from any source wins, then an ask rule."""
+    for behavior, layer in (("deny", "denyRules"), ("ask", "askRules")):
+        rule = find_rule(rules, behavior, ctx)
+        if rule is not None:
+            run.step(layer, behavior, rule=rule.text, source=rule.source)
+            return _rule_verdict(rule, ctx)
+        run.step(layer, "noMatch")
+    return None
+
+
+def hook_forced(
+    outcome: HookOutcome, rules: CompiledRules, ctx: CallContext, run: Run
+) -> Verdict:
+    """A hook allow/ask still loses to deny rules (and an allow to ask rules)."""
+    denied = find_rule(rules, "deny", ctx)
+    if denied is not None:
+        run.step("denyRules", "deny", rule=denied.text, source=denied.source)
+        return _rule_verdict(denied, ctx)
+    run.step("denyRules", "noMatch")
+    hook_message = outcome.message or f"Hook {outcome.hook} asked for approval."
+    if outcome.behavior == "ask":
+        return Verdict("ask", hook_reason(outcome.hook, "ask"), hook_message, forced=True)
+    asked = find_rule(rules, "ask", ctx)
+    if asked is not None:
+        run.step("askRules", "ask", rule=asked.text, source=asked.source)
+        return _rule_verdict(asked, ctx)
+    run.step("askRules", "noMatch")
+    check = check_tool(ctx)
+    if check.final:
+        run.step("toolCheck", check.behavior, **check.reason)
+        return Verdict(check.behavior, check.reason, check.message, forced=True)  # type: ignore[arg-type]
+    return Verdict("allow", hook_reason(outcome.hook, "allow"), outcome.message)
+
+
+def tool_and_modes(
+    request: Request, rules: CompiledRules, ctx: CallContext, run: Run,
+    validation_ask: str = "",
+) -> Verdict:
+    """Layers 1c, plan mode, 2a (bypass), 2b (allow rules) and 3 (ask)."""
+    check = check_tool(ctx)
+    if validation_ask and check.behavior == "passthrough":
+        # A semantic check that answered "ask" behaves like the tool's own ask.
+        check = ToolCheck("ask", simple_reason("other", f"validation: {validation_ask}"),
+                          validation_ask)
+    run.step("toolCheck", check.behavior, **check.reason)
+    if check.behavior in ("deny", "allow") or check.final:
+        return Verdict(check.behavior, check.reason, check.message, forced=check.final)  # type: ignore[arg-type]
+    if request.mode == "plan" and ctx.spec.kind == "edit":
+        run.step("mode", "deny", mode="plan")
+        return Verdict("deny", mode_reason("plan", "no edits while planning"),
+                       "Plan mode is active: present the plan with ExitPlanMode before editing files.")
+    if request.mode == "bypassPermissions" or (request.mode == "plan" and request.plan_from_bypass):
+        run.step("mode", "allow", mode=request.mode)
+        return Verdict("allow", mode_reason("bypassPermissions"))
+    run.step("mode", "noDecision", mode=request.mode)
+    allowed = find_rule(rules, "allow", ctx)
+    if allowed is not None:
+        run.step("allowRules", "allow", rule=allowed.text, source=allowed.source)
+        return _rule_verdict(allowed, ctx)
+    run.step("allowRules", "noMatch")
+    if check.behavior == "ask":
+        return Verdict("ask", check.reason, check.message)
+    return Verdict("ask", simple_reason("other", "no rule allows this call"),
+                   f"{ctx.spec.name} needs approval: no rule allows this call.")

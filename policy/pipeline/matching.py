@@ -1,0 +1,165 @@
+"""Find the strongest rule of one behavior that matches a call."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+
+from policy.paths import NormalPath, is_inside, looks_like_path, normalise
+from policy.pipeline.context import CallContext
+from policy.rules.compiled import CompiledRule, CompiledRules, RuleIndex
+from policy.shell.commands import SimpleCommand
+from policy.shell.wrappers import command_name
+
+_CONTENT_FIELDS = {"Task": "subagent_type", "Skill": "skill", "SlashCommand": "command"}
+
+
+def strongest(candidates: Iterable[CompiledRule | None]) -> CompiledRule | None:
+    best: CompiledRule | None = None
+    for rule in candidates:
+        if rule is not None and (best is None or rule.rank > best.rank):
+            best = rule
+    return best
+
+
+def find_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> CompiledRule | None:
+    """Return the strongest-source rule of ``behavior`` matching the call, or None."""
+    found: list[CompiledRule | None] = []
+    for key in ctx.rule_keys:
+        index = rules.lookup(key, behavior)
+        if index is None:
+            continue
+        found.append(_first_active(index.whole_tool, ctx))
+        found.append(_content_match(index, behavior, ctx))
+    if behavior != "allow" and ctx.analysis is not None:
+        found.append(_bash_path_rule(rules, behavior, ctx))
+    return strongest(found)
+
+
+def _first_active(rules: Iterable[CompiledRule], ctx: CallContext) -> CompiledRule | None:
+    for rule in rules:
+        if rule.active(ctx.now):
+            return rule
+    return None
+
+
+def _content_match(index: RuleIndex, behavior: str, ctx: CallContext) -> CompiledRule | None:
+    if not index.other and not index.by_word:
+        return None
+    kind = ctx.spec.kind
+    if kind == "bash":
+        return _bash_match(index, behavior, ctx)
+    if kind in ("read", "edit"):
+        return _path_match(index.other, behavior, ctx, ctx.paths)
+    if kind == "web":
+        host = ctx.host or ""
+        return _first_active(
+            (r for r in index.other if r.domain is not None and r.domain.matches(host)), ctx
+        )
+    field_name = _CONTENT_FIELDS.get(ctx.spec.name)
+    value = ctx.tool_input.get(field_name) if field_name else None
+    if not isinstance(value, str):
+        return None
+    return _command_rules(index, [value], ctx)
+
+
+# --- Bash -----------------------------------------------------------------------
+
+
+def _bash_match(index: RuleIndex, behavior: str, ctx: CallContext) -> CompiledRule | None:
+    analysis = ctx.analysis
+    if analysis is None or not analysis.commands:
+        return None
+    if behavior == "allow":
+        # An allow rule allows the whole line only if it allows every simple command
+        # and nothing in the line (substitution, eval, redirects…) blocks auto-allow.
+        if not analysis.can_auto_allow:
+            return None
+        matched: list[CompiledRule] = []
+        for command in analysis.commands:
+            rule = _command_rules(index, allow_forms(command), ctx)
+            if rule is None:
+                return None
+            matched.append(rule)
+        return matched[0]
+    # One denied (or asked) part is enough for the whole line.
+    return strongest(_command_rules(index, deny_forms(c), ctx) for c in analysis.commands)
+
+
+def allow_forms(command: SimpleCommand) -> list[str]:
+    forms = [command.full_raw, " ".join(command.full_words)]
+    if not command.unsafe_wrapper:
+        forms += [command.raw, command.text]
+    return forms
+
+
+def deny_forms(command: SimpleCommand) -> list[str]:
+    """Every spelling a deny rule should see: basenames, $IFS and NFKC variants."""
+    forms = {command.raw, command.text, command.full_raw, " ".join(command.full_words)}
+    if command.words:
+        forms.add(" ".join((command_name(command.words[0]), *command.words[1:])))
+    if command.ifs_words:
+        ifs = list(command.ifs_words)
+        forms.add(" ".join(ifs))
+        forms.add(" ".join((command_name(ifs[0]), *ifs[1:])))
+    forms |= {unicodedata.normalize("NFKC", f) for f in list(forms)}
+    return [f for f in forms if f]
+
+
+def _command_rules(index: RuleIndex, forms: list[str], ctx: CallContext) -> CompiledRule | None:
+    found: list[CompiledRule | None] = []
+    for form in forms:
+        head = form.split(None, 1)[0] if form.strip() else ""
+        for bucket in (index.by_word.get(head, ()), index.other):
+            found.append(_first_active(
+                (r for r in bucket if r.command is not None and r.command.regex.fullmatch(form)),
+                ctx,
+            ))
+    return strongest(found)
+
+
+def _bash_path_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> CompiledRule | None:
+    """Apply Read/Edit deny and ask rules to paths a shell command names."""
+    indexes = [i for i in (rules.lookup("Read", behavior), rules.lookup("Edit", behavior))
+               if i is not None and i.other]
+    if not indexes or ctx.analysis is None:
+        return None
+    paths = [
+        normalise(word, ctx.cwd, ctx.home)
+        for command in ctx.analysis.commands
+        for word in command.words[1:]
+        if looks_like_path(word)
+    ]
+    if not paths:
+        return None
+    return strongest(_path_match(i.other, behavior, ctx, paths) for i in indexes)
+
+
+# --- Paths ----------------------------------------------------------------------
+
+
+def _path_match(
+    rules: list[CompiledRule], behavior: str, ctx: CallContext, paths: list[NormalPath]
+) -> CompiledRule | None:
+    if not paths:
+        return None
+    for rule in rules:
+        if rule.path is None or not rule.active(ctx.now):
+            continue
+        # deny/ask match any spelling of any path; allow needs every spelling of
+        # every path (a symlink into a denied place must not be allowed by its name).
+        results = [_path_matches(rule, v, ctx) for p in paths for v in p.variants()]
+        if (behavior == "allow" and all(results)) or (behavior != "allow" and any(results)):
+            return rule
+    return None
+
+
+def _path_matches(rule: CompiledRule, path: str, ctx: CallContext) -> bool:
+    assert rule.path is not None
+    root = {"abs": "/", "home": ctx.home, "cwd": ctx.project_root}[rule.path.root]
+    if not is_inside(path, root):
+        return False
+    relative = path[1:] if root == "/" else path[len(root) + 1 :]
+    if not relative:
+        return False
+    return rule.path.regex.match(relative) is not None

@@ -1,0 +1,98 @@
+"""Layer 1c: each tool's own permission check (Bash analysis, working directories)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from policy.decision import mode_reason, simple_reason
+from policy.paths import device_reason, inside_any, protected_reason
+from policy.pipeline.context import CallContext
+
+
+@dataclass(frozen=True)
+class ToolCheck:
+    """``final`` answers hold even in bypassPermissions (deny, safety-check ask)."""
+
+    behavior: str  # allow | deny | ask | passthrough
+    reason: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+    final: bool = False
+
+
+PASSTHROUGH = ToolCheck("passthrough")
+
+
+def check_tool(ctx: CallContext) -> ToolCheck:
+    kind = ctx.spec.kind
+    if kind == "bash":
+        return _check_bash(ctx)
+    if kind == "edit":
+        return _check_edit(ctx)
+    if kind == "read":
+        return _check_read(ctx)
+    return PASSTHROUGH
+
+
+def _check_bash(ctx: CallContext) -> ToolCheck:
+    analysis = ctx.analysis
+    if analysis is None or analysis.can_auto_allow:
+        return PASSTHROUGH
+    detail = "; ".join(analysis.blockers) or "the command is empty"
+    return ToolCheck(
+        "ask",
+        simple_reason("other", f"shell analysis: {detail}"),
+        f"This command needs approval because {detail}.",
+    )
+
+
+def _check_edit(ctx: CallContext) -> ToolCheck:
+    for path in ctx.paths:
+        protected = protected_reason(path)
+        if protected:
+            return ToolCheck(
+                "ask",
+                simple_reason("safetyCheck", protected),
+                f"Writing to {path.lexical} needs approval: {protected}.",
+                final=True,
+            )
+    if not all(inside_any(p, ctx.roots) for p in ctx.paths):
+        outside = next(p for p in ctx.paths if not inside_any(p, ctx.roots))
+        return ToolCheck(
+            "ask",
+            simple_reason("workingDirectory", f"{outside.lexical} is outside the working directories"),
+            f"{outside.lexical} is outside the working directories.",
+        )
+    if ctx.mode == "acceptEdits":
+        return ToolCheck("allow", mode_reason("acceptEdits", "edit inside the working directories"))
+    return PASSTHROUGH
+
+
+def _check_read(ctx: CallContext) -> ToolCheck:
+    for path in ctx.paths:
+        device = device_reason(path)
+        if device:
+            # Reading /dev/zero or /dev/random never ends; Claude Code refuses these.
+            return ToolCheck(
+                "deny", simple_reason("safetyCheck", device),
+                f"Cannot read {path.lexical}: {device}.", final=True,
+            )
+    if all(inside_any(p, ctx.roots) for p in ctx.paths):
+        return ToolCheck(
+            "allow", simple_reason("workingDirectory", "read inside the working directories")
+        )
+    outside = next(p for p in ctx.paths if not inside_any(p, ctx.roots))
+    return ToolCheck(
+        "ask",
+        simple_reason("workingDirectory", f"{outside.lexical} is outside the working directories"),
+        f"Reading {outside.lexical} needs approval: it is outside the working directories.",
+    )
+
+
+def edit_inside_working_dirs(ctx: CallContext) -> bool:
+    """The acceptEdits fast path used by auto mode: a safe edit in a working directory."""
+    return (
+        ctx.spec.kind == "edit"
+        and bool(ctx.paths)
+        and all(inside_any(p, ctx.roots) and not protected_reason(p) for p in ctx.paths)
+    )

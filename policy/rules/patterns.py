@@ -1,0 +1,113 @@
+"""Compile rule specifiers into matchers: Bash commands, gitignore paths, domains, MCP."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+from policy.rules.parse import RuleSyntaxError
+
+_UNESCAPED_STAR = re.compile(r"(?<!\\)\*")
+
+
+@dataclass(frozen=True)
+class CommandPattern:
+    """A compiled Bash specifier; ``key`` is the literal first word, for indexing."""
+
+    regex: re.Pattern[str]
+    key: str | None
+
+
+def compile_command(content: str, rule_text: str) -> CommandPattern:
+    """Exact, ``prefix:*`` or ``*`` wildcard, with Claude Code's word-boundary rules."""
+    body = content.strip()
+    prefix_rule = body.endswith(":*")
+    if prefix_rule:
+        body = body[:-2]
+    if ":*" in body:
+        raise RuleSyntaxError(f"{rule_text}: ':*' is only allowed at the end of the pattern")
+    if not body.strip():
+        raise RuleSyntaxError(f"{rule_text}: empty command prefix")
+    parts = _UNESCAPED_STAR.split(body)
+    literal = [re.escape(p.replace("\\*", "*")) for p in parts]
+    if prefix_rule:
+        # ``git commit:*`` is ``git commit`` alone or followed by whitespace and more.
+        pattern = ".*".join(literal) + r"(?:\s.*)?"
+    elif len(parts) == 2 and parts[1] == "" and parts[0].endswith(" "):
+        # ``git *``: the trailing wildcard is optional, and the space is a word
+        # boundary, so it matches ``git`` and ``git status`` but not ``gitk``.
+        pattern = re.escape(parts[0].rstrip(" ").replace("\\*", "*")) + r"(?:\s.*)?"
+    else:
+        pattern = ".*".join(literal)
+    return CommandPattern(re.compile(pattern, re.DOTALL), _first_word_key(parts[0], len(parts)))
+
+
+def _first_word_key(head: str, parts: int) -> str | None:
+    head = head.replace("\\*", "*")
+    if not head or head[0].isspace():
+        return None
+    first, _, rest = head.partition(" ")
+    if rest or parts == 1 or head.endswith(" "):
+        return first
+    return None  # ``Bash(git*)``: the first word itself is a wildcard
+
+
+@dataclass(frozen=True)
+class PathPattern:
+    """A gitignore-style path pattern and the directory it is relative to."""
+
+    root: str  # "abs", "home" or "cwd"
+    regex: re.Pattern[str]
+    pattern: str
+
+
+def compile_path(content: str, rule_text: str) -> PathPattern:
+    """``//abs``, ``~/home``, ``/project-root``, ``./cwd`` or bare (gitignore) patterns."""
+    text = content.strip()
+    if "\x00" in text:
+        raise RuleSyntaxError(f"{rule_text}: NUL byte in path pattern")
+    if text.startswith("//"):
+        root, pattern = "abs", "/" + text[2:].lstrip("/")
+    elif text == "~":
+        root, pattern = "home", "**"
+    elif text.startswith("~/"):
+        root, pattern = "home", "/" + text[2:]
+    elif text.startswith("./"):
+        root, pattern = "cwd", "/" + text[2:]
+    else:
+        root, pattern = "cwd", text
+    if pattern in ("/", ""):
+        pattern = "**"
+    compiled = GitIgnoreSpecPattern(pattern)
+    if compiled.regex is None or not compiled.include:
+        raise RuleSyntaxError(f"{rule_text}: {content!r} is not a usable path pattern")
+    return PathPattern(root, compiled.regex, pattern)
+
+
+@dataclass(frozen=True)
+class DomainPattern:
+    """``domain:example.com`` (exact host) or ``domain:*.example.com`` (subdomains)."""
+
+    domain: str
+
+    def matches(self, host: str) -> bool:
+        host = host.lower().rstrip(".")
+        if self.domain == "*":
+            return True
+        if self.domain.startswith("*."):
+            return host.endswith(self.domain[1:])
+        return host == self.domain
+
+
+def compile_domain(content: str, rule_text: str) -> DomainPattern:
+    text = content.strip()
+    if not text.startswith("domain:"):
+        raise RuleSyntaxError(
+            f"{rule_text}: WebFetch rules take 'domain:HOST', not a URL or other text"
+        )
+    domain = text[len("domain:") :].strip().lower().rstrip(".")
+    if not domain or "/" in domain or " " in domain:
+        raise RuleSyntaxError(f"{rule_text}: {domain!r} is not a host name")
+    return DomainPattern(domain)

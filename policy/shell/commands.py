@@ -1,0 +1,259 @@
+"""Walk a tree-sitter-bash tree into simple commands plus the flags that block auto-allow."""
+
+from __future__ import annotations
+
+import threading
+import unicodedata
+from dataclasses import dataclass, field
+
+import tree_sitter_bash
+from tree_sitter import Language, Node, Parser
+
+from policy.shell.words import Word, word_of
+from policy.shell.wrappers import SHELLS, command_name, shell_payload, strip_wrappers
+
+_LANGUAGE = Language(tree_sitter_bash.language())
+_LOCAL = threading.local()
+MAX_DEPTH = 4  # nested ``bash -c "eval '…'"`` payloads before we stop trusting them
+
+# Assigning these changes what the *next* command resolves to or loads.
+SENSITIVE_VARS = frozenset(
+    {"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "IFS",
+     "BASH_ENV", "ENV", "PROMPT_COMMAND", "PYTHONPATH", "NODE_OPTIONS", "GIT_SSH",
+     "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "PERL5OPT", "RUBYOPT", "SHELLOPTS"}
+)
+_REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_SKIP_DESTINATION = frozenset({"file_descriptor", "number"})
+
+
+def parser() -> Parser:
+    """One parser per thread: tree-sitter parsers are cheap to reuse, unsafe to share."""
+    cached = getattr(_LOCAL, "parser", None)
+    if cached is None:
+        cached = Parser(_LANGUAGE)
+        _LOCAL.parser = cached
+    return cached
+
+
+# Wrappers that change who runs the command or where its arguments come from: an
+# allow rule for ``rm`` must not allow ``sudo rm`` or ``xargs rm``.
+UNSAFE_WRAPPERS = frozenset({"sudo", "doas", "xargs", "exec", "watch", "env"})
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One simple command after env prefixes and wrappers were stripped."""
+
+    words: tuple[str, ...]
+    raw: str
+    dynamic: bool
+    dynamic_name: bool
+    wrappers: tuple[str, ...] = ()
+    assignments: tuple[str, ...] = ()
+    ifs_words: tuple[str, ...] = ()
+    full_words: tuple[str, ...] = ()
+    full_raw: str = ""
+
+    @property
+    def unsafe_wrapper(self) -> bool:
+        return any(w in UNSAFE_WRAPPERS for w in self.wrappers)
+
+    @property
+    def name(self) -> str:
+        return command_name(self.words[0]) if self.words else ""
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+
+@dataclass
+class Walk:
+    """Mutable accumulator for one analysis (flags are reasons auto-allow is refused)."""
+
+    cwd: str
+    commands: list[SimpleCommand] = field(default_factory=list)
+    blockers: list[str] = field(default_factory=list)
+    redirect_targets: list[tuple[str, bool]] = field(default_factory=list)
+    parse_error: bool = False
+    substitution: bool = False
+    eval_like: bool = False
+    function_definition: bool = False
+
+    def block(self, reason: str) -> None:
+        if reason not in self.blockers:
+            self.blockers.append(reason)
+
+
+def walk_source(source: str, walk: Walk, depth: int = 0) -> None:
+    """Parse ``source`` and add its commands and flags to ``walk``."""
+    if depth > MAX_DEPTH:
+        walk.parse_error = True
+        walk.block("shell payloads nested too deeply")
+        return
+    data = source.encode("utf-8", "surrogatepass")
+    tree = parser().parse(data)
+    root = tree.root_node
+    if root.has_error:
+        walk.parse_error = True
+        walk.block("the command could not be parsed completely")
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        _visit(node, data, walk, depth, stack)
+
+
+def _visit(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -> None:
+    kind = node.type
+    if kind == "ERROR" or node.is_missing:
+        walk.parse_error = True
+        walk.block("the command could not be parsed completely")
+    if kind in ("command_substitution", "process_substitution"):
+        walk.substitution = True
+        walk.block("it contains command or process substitution")
+    elif kind == "function_definition":
+        walk.function_definition = True
+        walk.block("it defines a shell function")
+    elif kind == "command":
+        _visit_command(node, data, walk, depth, stack)
+        return
+    elif kind in ("declaration_command", "unset_command", "test_command"):
+        _visit_keyword_command(node, data, walk)
+    elif kind == "variable_assignment":
+        _check_assignment(node, walk)
+    elif kind == "file_redirect":
+        _visit_redirect(node, walk)
+    stack.extend(reversed(node.named_children))
+
+
+def _check_assignment(node: Node, walk: Walk) -> None:
+    name_node = node.child_by_field_name("name")
+    name = name_node.text.decode("utf-8", "replace") if name_node and name_node.text else ""
+    if name in SENSITIVE_VARS:
+        walk.block(f"it sets {name}, which changes how later commands run")
+
+
+def _visit_keyword_command(node: Node, data: bytes, walk: Walk) -> None:
+    first = node.children[0] if node.children else None
+    keyword = first.text.decode("utf-8", "replace") if first and first.text else ""
+    raw = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+    words = tuple(raw.split())
+    walk.commands.append(SimpleCommand(words or (keyword,), raw, False, False))
+
+
+def _visit_redirect(node: Node, walk: Walk) -> None:
+    operator = ""
+    for child in node.children:
+        if not child.is_named:
+            operator = child.type
+            continue
+        if child.type in _SKIP_DESTINATION and operator in (">&", "<&", ""):
+            return
+        if child.type == "file_descriptor":
+            continue
+        word = word_of(child)
+        if operator in (">&", "<&") and word.value == "-":
+            return
+        walk.redirect_targets.append((word.value, word.dynamic))
+        return
+
+
+def _visit_command(
+    node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]
+) -> None:
+    words: list[Word] = []
+    assignments: list[str] = []
+    heredocs: list[str] = []
+    for child in node.named_children:
+        kind = child.type
+        if kind == "variable_assignment":
+            _check_assignment(child, walk)
+            assignments.append(_node_text(child))
+            stack.extend(reversed(child.named_children))
+        elif kind in _REDIRECT_TYPES:
+            if kind == "heredoc_redirect":
+                heredocs.extend(_heredoc_bodies(child))
+            stack.append(child)
+        elif kind == "command_name":
+            inner = child.named_children[0] if child.named_children else child
+            words.append(word_of(inner))
+            stack.extend(reversed(child.named_children))
+        else:
+            words.append(word_of(child))
+            stack.append(child)
+    _add_command(words, assignments, heredocs, data, walk, depth)
+
+
+def _node_text(node: Node) -> str:
+    return node.text.decode("utf-8", "replace") if node.text else ""
+
+
+def _heredoc_bodies(node: Node) -> list[str]:
+    return [_node_text(c) for c in node.named_children if c.type == "heredoc_body"]
+
+
+def _add_command(
+    words: list[Word], assignments: list[str], heredocs: list[str],
+    data: bytes, walk: Walk, depth: int,
+) -> None:
+    if not words:
+        return
+    real, wrappers, env_assignments = strip_wrappers(words)
+    for assignment in env_assignments:
+        if assignment.split("=", 1)[0] in SENSITIVE_VARS:
+            walk.block(f"it sets {assignment.split('=', 1)[0]} for the command")
+    raw = data[real[0].start : real[-1].end].decode("utf-8", "replace")
+    if any(w.ifs_value != w.value for w in real):
+        walk.block("it uses $IFS to hide word boundaries")
+    command = SimpleCommand(
+        words=tuple(w.value for w in real),
+        raw=raw,
+        dynamic=any(w.dynamic for w in real),
+        dynamic_name=real[0].dynamic,
+        wrappers=tuple(wrappers),
+        assignments=tuple(assignments + env_assignments),
+        ifs_words=tuple(" ".join(w.ifs_value for w in real).split()),
+        full_words=tuple(w.value for w in words),
+        full_raw=data[words[0].start : words[-1].end].decode("utf-8", "replace"),
+    )
+    walk.commands.append(command)
+    if command.dynamic_name:
+        walk.block("the command name is only known at run time")
+    _check_unicode(command, walk)
+    _follow_payloads(real, heredocs, walk, depth)
+
+
+def _follow_payloads(real: list[Word], heredocs: list[str], walk: Walk, depth: int) -> None:
+    """Parse what ``eval``, ``bash -c`` and here-docs fed to a shell would run."""
+    name = command_name(real[0].value)
+    payload: str | None = None
+    if name == "eval":
+        walk.eval_like = True
+        walk.block("it uses eval")
+        payload = " ".join(w.value for w in real[1:])
+    elif name in SHELLS:
+        word = shell_payload(real)
+        if word is not None:
+            walk.eval_like = True
+            walk.block(f"it runs a {name} -c payload")
+            payload = word.value
+        elif heredocs or len(real) == 1:
+            walk.eval_like = True
+            walk.block(f"{name} reads commands from its input")
+            payload = "\n".join(heredocs) or None
+    if payload:
+        walk_source(payload, walk, depth + 1)
+
+
+def _check_unicode(command: SimpleCommand, walk: Walk) -> None:
+    # Look-alike letters in a command name (Cyrillic 'г' in 'rm') and invisible
+    # characters anywhere must never match an allow rule by accident.
+    if command.words and not command.words[0].isascii():
+        walk.block("the command name contains non-ASCII characters")
+    for char in command.raw:
+        if char in "\t\n":
+            continue
+        category = unicodedata.category(char)
+        if category in ("Cc", "Cf", "Co", "Cs") or (category == "Zs" and char != " "):
+            walk.block("the command contains invisible or control characters")
+            return

@@ -1,0 +1,143 @@
+"""Two-phase input validation: schema with coercion, then per-tool semantic checks."""
+
+from __future__ import annotations
+
+import ipaddress
+import os.path
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import ValidationError
+
+from policy.tools import ToolSpec
+from policy.tools.schemas import dump_input
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Outcome of validation: ``ok`` or a model-readable message (maybe just ``ask``)."""
+
+    ok: bool
+    tool_input: dict[str, Any]
+    message: str = ""
+    ask: bool = False
+
+
+def validate(spec: ToolSpec, raw: object, cwd: str) -> Validation:
+    """Run the schema phase, then the semantic phase only if the schema passed."""
+    if not isinstance(raw, dict):
+        return Validation(False, {}, _error(spec.name, "tool_input must be an object"))
+    try:
+        model = spec.schema.model_validate(raw)
+    except ValidationError as exc:
+        return Validation(False, dict(raw), _error(spec.name, _format(exc)))
+    tool_input = dump_input(model)
+    check = _SEMANTIC.get(spec.name)
+    if check is None:
+        return Validation(True, tool_input)
+    problem = check(tool_input, cwd)
+    if problem is None:
+        return Validation(True, tool_input)
+    message, ask = problem
+    if ask:
+        return Validation(True, tool_input, message, ask=True)
+    return Validation(False, tool_input, _error(spec.name, message))
+
+
+def _error(tool: str, detail: str) -> str:
+    # Claude Code wraps validation failures in this tag so the model retries sensibly.
+    return f"<tool_use_error>InputValidationError: {tool} failed: {detail}</tool_use_error>"
+
+
+def _format(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error["loc"]) or "input"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)
+
+
+Problem = tuple[str, bool] | None
+
+
+def _resolve(path: str, cwd: str) -> str:
+    return os.path.normpath(os.path.join(cwd or "/", os.path.expanduser(path)))
+
+
+def _check_edit(tool_input: dict[str, Any], cwd: str) -> Problem:
+    old, new = tool_input["old_string"], tool_input["new_string"]
+    if old == new:
+        return ("No changes to make: old_string and new_string are exactly the same.", False)
+    path = _resolve(tool_input["file_path"], cwd)
+    if os.path.isdir(path):
+        return (f"{tool_input['file_path']} is a directory, not a file.", False)
+    if old and not os.path.exists(path):
+        return (f"File does not exist: {tool_input['file_path']}. "
+                "Use Write to create a new file, or pass an empty old_string.", False)
+    return None
+
+
+def _check_multiedit(tool_input: dict[str, Any], cwd: str) -> Problem:
+    for index, edit in enumerate(tool_input["edits"]):
+        if edit["old_string"] == edit["new_string"]:
+            return (f"edits[{index}]: old_string and new_string are the same.", False)
+    path = _resolve(tool_input["file_path"], cwd)
+    if tool_input["edits"][0]["old_string"] and not os.path.exists(path):
+        return (f"File does not exist: {tool_input['file_path']}.", False)
+    return None
+
+
+def _check_write(tool_input: dict[str, Any], cwd: str) -> Problem:
+    if os.path.isdir(_resolve(tool_input["file_path"], cwd)):
+        return (f"{tool_input['file_path']} is a directory, not a file.", False)
+    return None
+
+
+def _check_notebook(tool_input: dict[str, Any], cwd: str) -> Problem:
+    if not tool_input["notebook_path"].endswith(".ipynb"):
+        return ("notebook_path must be a Jupyter notebook (.ipynb).", False)
+    return None
+
+
+def _check_read(tool_input: dict[str, Any], cwd: str) -> Problem:
+    if not tool_input["file_path"].strip():
+        return ("file_path must not be empty.", False)
+    return None
+
+
+def _check_bash(tool_input: dict[str, Any], cwd: str) -> Problem:
+    if not tool_input["command"].strip():
+        return ("command must not be empty.", False)
+    return None
+
+
+def _check_webfetch(tool_input: dict[str, Any], cwd: str) -> Problem:
+    parts = urlsplit(tool_input["url"])
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return ("url must be a fully-formed http(s) URL.", False)
+    host = parts.hostname
+    # Fetching the local network is not an error, but a human should see it.
+    if host == "localhost" or host.endswith(".local") or _is_private_ip(host):
+        return (f"{host} is a local or private address.", True)
+    return None
+
+
+def _is_private_ip(host: str) -> bool:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_private or address.is_loopback or address.is_link_local
+
+
+_SEMANTIC: dict[str, Callable[[dict[str, Any], str], Problem]] = {
+    "Bash": _check_bash,
+    "Edit": _check_edit,
+    "MultiEdit": _check_multiedit,
+    "Write": _check_write,
+    "NotebookEdit": _check_notebook,
+    "Read": _check_read,
+    "WebFetch": _check_webfetch,
+}
