@@ -24,7 +24,8 @@ def record(
     previous = dict(state) if isinstance(state, Mapping) else {}
     if previous.get("session_id") != session_id:
         previous = {}
-    count = previous.get("count") if isinstance(previous.get("count"), int) else 0
+    stored = previous.get("count")
+    count = stored if isinstance(stored, int) else 0
     same = previous.get("key") == key
     if behavior == "allow":
         return {"session_id": session_id, "key": None, "count": 0}

@@ -65,7 +65,7 @@ def export_settings(
     permissions: dict[str, Any] = {"allow": [], "deny": [], "ask": []}
     for rule in rules:
         if isinstance(rule, CompiledRule):
-            text, behavior = rule.text, rule.behavior
+            text, behavior = rule.text, str(rule.behavior)
         else:
             text, behavior = str(rule["rule"]), str(rule["behavior"])
         if text not in permissions[behavior]:

@@ -1,4 +1,4 @@
-"""Layers 1a–3 of the pipeline: rules, the tool's own check, modes, allow rules."""
+"""Layers 1a to 3 of the pipeline: rules, the tool's own check, modes, allow rules."""
 
 from __future__ import annotations
 

@@ -134,7 +134,7 @@ def compile_rule(
     parsed = Rule(canonical_rule_tool(parsed.tool_name), parsed.content)
     expiry = parse_expiry(expires_at, str(parsed))
     matcher = _matcher_for(parsed)
-    return CompiledRule(parsed, behavior, source, expiry, **matcher)  # type: ignore[arg-type]
+    return CompiledRule(parsed, behavior, source, expiry, **matcher)
 
 
 def _matcher_for(rule: Rule) -> dict[str, Any]:

@@ -246,7 +246,7 @@ def _follow_payloads(real: list[Word], heredocs: list[str], walk: Walk, depth: i
 
 
 def _check_unicode(command: SimpleCommand, walk: Walk) -> None:
-    # Look-alike letters in a command name (Cyrillic 'г' in 'rm') and invisible
+    # Look-alike letters in a command name (a Cyrillic letter inside 'rm') and invisible
     # characters anywhere must never match an allow rule by accident.
     if command.words and not command.words[0].isascii():
         walk.block("the command name contains non-ASCII characters")

@@ -42,7 +42,7 @@ def _git(words: Sequence[str]) -> str | None:
         return "git clean -f: deletes untracked files"
     if sub in ("checkout", "restore") and ("." in rest or "--" in rest):
         return f"git {sub}: may discard uncommitted changes"
-    if sub == "branch" and ("-D" in rest or "--delete" in rest and "--force" in rest):
+    if sub == "branch" and ("-D" in rest or ("--delete" in rest and "--force" in rest)):
         return "git branch -D: force-deletes a branch"
     if sub == "stash" and rest[:1] in (["drop"], ["clear"]):
         return "git stash drop/clear: permanently deletes stashed changes"
