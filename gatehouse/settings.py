@@ -15,7 +15,8 @@ from django.core.exceptions import ImproperlyConfigured
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("GATEHOUSE_VAR_DIR", BASE_DIR / "var"))
 
-DEV_SECRET_KEY = "django-insecure-gatehouse-development-key-do-not-use-in-production"
+# Refused in production (below); only `make run` on a laptop ever uses it.
+DEV_SECRET_KEY = "django-insecure-gatehouse-development-key-do-not-use-in-production"  # noqa: S105
 
 
 def env_str(name: str, default: str = "") -> str:
