@@ -1,19 +1,259 @@
-"""The request card: one partial template, rendered for the page and for every push."""
+"""The request card: one partial template, rendered for the page and for every push.
+
+Also how a tool call's input is shown to a person: a shell command highlighted, edits as
+a diff, a fetch as its URL, MCP input as JSON. Everything here comes from an agent and is
+untrusted, so every piece is escaped before it is wrapped in markup; nothing is ever
+marked safe without passing through `escape` first.
+"""
 
 from __future__ import annotations
 
+import difflib
+import json
+import re
 from typing import Any
 
+from django.http import HttpRequest
 from django.template.loader import render_to_string
+from django.utils.html import escape, format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
 
 from approvals import selectors
 from approvals.models import PermissionRequest
 
+# Past this many lines a preview says how much it left out; a 1 MiB Write must not make
+# the queue unusable on a phone.
+MAX_LINES = 400
 
-def render_card(request: PermissionRequest, user: Any) -> str:
-    """HTML of one request card as `user` sees it (buttons only for approvers)."""
+EDIT_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit"}
+
+
+def render_card(request: PermissionRequest, user: Any, *, http_request: HttpRequest | None = None) -> str:
+    """HTML of one request card as `user` sees it (buttons only for approvers).
+
+    - The relay's DashboardConsumer calls this without `http_request`; the card's form
+      then carries no CSRF token and the page's script adds it on submit.
+    """
     decision = selectors.decision_for(request) if request.state != "pending" else None
     return render_to_string(
         "approvals/_request_card.html",
-        {"req": request, "decision": decision, "can_decide": selectors.can_decide(user, request)},
+        card_context(request, user, decision=decision),
+        request=http_request,
     )
+
+
+def card_context(request: PermissionRequest, user: Any, *, decision: Any = None) -> dict[str, Any]:
+    evaluation = request.evaluation or {}
+    suggested = [str(rule) for rule in evaluation.get("suggested_rules") or []]
+    return {
+        "req": request,
+        "decision": decision,
+        "can_decide": request.state == "pending" and selectors.can_decide(user, request),
+        "input_html": render_input(request.tool_name, request.tool_input),
+        "destructive_warning": evaluation.get("destructive_warning"),
+        "warnings": [w for w in evaluation.get("warnings") or [] if w != evaluation.get("destructive_warning")],
+        "suggested_rules": suggested,
+        # What "Always allow" / "Allow for session" will save: the services use the
+        # engine's first suggestion, else the bare tool name.
+        "rule_to_save": suggested[0] if suggested else request.tool_name,
+        "claude_suggestions": _claude_suggestions(request.permission_suggestions),
+    }
+
+
+def _claude_suggestions(suggestions: Any) -> list[str]:
+    """Claude Code's own `permission_suggestions`, as readable rule strings."""
+    found: list[str] = []
+    for item in suggestions if isinstance(suggestions, list) else []:
+        if not isinstance(item, dict):
+            continue
+        for rule in item.get("rules") or []:
+            if isinstance(rule, dict) and rule.get("toolName"):
+                content = rule.get("ruleContent")
+                found.append(f"{rule['toolName']}({content})" if content else str(rule["toolName"]))
+        if item.get("type") == "setMode" and item.get("mode"):
+            found.append(f"switch mode to {item['mode']}")
+    return found
+
+
+# --- input rendering --------------------------------------------------------------------
+
+
+def render_input(tool_name: str, tool_input: Any) -> SafeString:
+    """The call's input the way a person reads it (always escaped)."""
+    if not isinstance(tool_input, dict):
+        return _json_block(tool_input)
+    if tool_name == "Bash" and isinstance(tool_input.get("command"), str):
+        return _bash(tool_input)
+    if tool_name in EDIT_TOOLS:
+        return _edit(tool_name, tool_input)
+    if tool_name == "WebFetch" and isinstance(tool_input.get("url"), str):
+        return _web_fetch(tool_input)
+    if tool_name.startswith("mcp__"):
+        server, _, tool = tool_name[5:].partition("__")
+        head = format_html('<p class="mcp">MCP server <code>{}</code> tool <code>{}</code></p>', server, tool)
+        return format_html("{}{}", head, _json_block(tool_input))
+    return _fields(tool_input)
+
+
+def _json_block(value: Any) -> SafeString:
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    return format_html('<pre class="json">{}</pre>', _clip(text))
+
+
+def _clip(text: str) -> str:
+    lines = text.splitlines()
+    if len(lines) <= MAX_LINES:
+        return text
+    return "\n".join(lines[:MAX_LINES]) + f"\n… {len(lines) - MAX_LINES} more lines"
+
+
+def _fields(tool_input: dict[str, Any]) -> SafeString:
+    """Simple tools (Read, Glob, Grep, WebSearch…): a definition list of their fields."""
+    rows = []
+    for key, value in tool_input.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        rows.append((key, _clip(text)))
+    if not rows:
+        return mark_safe('<p class="muted">(no input)</p>')  # constant markup
+    return format_html('<dl class="fields">{}</dl>', format_html_join("", "<dt>{}</dt><dd><code>{}</code></dd>", rows))
+
+
+def _web_fetch(tool_input: dict[str, Any]) -> SafeString:
+    prompt = tool_input.get("prompt")
+    extra = format_html('<p class="prompt">{}</p>', prompt) if isinstance(prompt, str) and prompt else ""
+    return format_html('<p class="url"><span class="label">URL</span> <code>{}</code></p>{}', tool_input["url"], extra)
+
+
+# A display tokenizer, not a parser: the engine analyses commands with tree-sitter-bash;
+# here we only need to colour words so a person spots `rm -rf` and pipes at a glance.
+SHELL_TOKEN = re.compile(
+    r"""
+     (?P<space>\s+)
+    |(?P<string>'[^']*'?|"(?:\\.|[^"\\])*"?)
+    |(?P<subst>\$\(|`)
+    |(?P<var>\$\{[^}]*\}?|\$\w+|\$[?!#@*0-9$])
+    |(?P<op>&&|\|\||;;|\d?>>|\d?>&\d|\d?>|<<<|<<|<|[|;&()])
+    |(?P<word>[^\s'"|;&()<>`$]+|\$)
+    """,
+    re.VERBOSE,
+)
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+COMMAND_BREAKS = {"&&", "||", ";", ";;", "|", "&", "(", "$(", "`"}
+
+
+def highlight_shell(command: str) -> SafeString:
+    """Wrap each shell token of one line in an escaped span: commands, flags, strings, operators."""
+    parts: list[str] = []
+    at_command = True
+    position = 0
+    for match in SHELL_TOKEN.finditer(command):
+        if match.start() != position:  # anything the tokenizer skipped stays as text
+            parts.append(escape(command[position : match.start()]))
+        position = match.end()
+        kind = match.lastgroup or "word"
+        text = match.group()
+        css = "" if kind == "space" else kind
+        if kind == "word":
+            if at_command and ASSIGNMENT.match(text):
+                css = "var"
+            elif at_command:
+                css, at_command = "cmd", False
+            else:
+                css = "flag" if text.startswith("-") else "arg"
+        elif kind in ("op", "subst"):
+            at_command = text in COMMAND_BREAKS
+        parts.append(format_html('<span class="sh-{}">{}</span>', css, text) if css else escape(text))
+    parts.append(escape(command[position:]))
+    return mark_safe("".join(parts))  # noqa: S308 - every part above went through escape/format_html
+
+
+def highlight_command(command: str) -> SafeString:
+    """Highlight a whole command; comments are cut out line by line first."""
+    lines = [highlight_shell_line(line) for line in command.split("\n")]
+    return mark_safe("\n".join(lines))  # noqa: S308 - each line escaped by highlight_shell_line
+
+
+def highlight_shell_line(line: str) -> SafeString:
+    comment_at = _comment_start(line)
+    if comment_at is None:
+        return highlight_shell(line)
+    code, comment = line[:comment_at], line[comment_at:]
+    return format_html('{}<span class="sh-comment">{}</span>', highlight_shell(code), comment)
+
+
+def _comment_start(line: str) -> int | None:
+    """Where a `#` comment starts on this line, outside quotes and at a word start."""
+    quote = ""
+    for index, char in enumerate(line):
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1].isspace()):
+            return index
+    return None
+
+
+def _bash(tool_input: dict[str, Any]) -> SafeString:
+    description = tool_input.get("description")
+    extra = format_html('<p class="desc">{}</p>', description) if isinstance(description, str) and description else ""
+    flags = []
+    if tool_input.get("run_in_background"):
+        flags.append("runs in background")
+    if tool_input.get("timeout"):
+        flags.append(f"timeout {tool_input['timeout']} ms")
+    flag_html = format_html('<p class="muted">{}</p>', " · ".join(flags)) if flags else ""
+    command = _clip(tool_input["command"])
+    return format_html('<pre class="shell"><code>{}</code></pre>{}{}', highlight_command(command), extra, flag_html)
+
+
+def _edit(tool_name: str, tool_input: dict[str, Any]) -> SafeString:
+    path = str(tool_input.get("file_path") or tool_input.get("notebook_path") or "")
+    head = format_html('<p class="path"><span class="label">{}</span> <code>{}</code></p>', tool_name, path)
+    if tool_name == "Edit":
+        body = _diff(tool_input.get("old_string"), tool_input.get("new_string"), path)
+        if tool_input.get("replace_all"):
+            body = format_html('{}<p class="muted">replaces every occurrence</p>', body)
+    elif tool_name == "MultiEdit":
+        raw = tool_input.get("edits")
+        edits: list[Any] = raw if isinstance(raw, list) else []
+        body = format_html_join(
+            "",
+            "{}",
+            ((_diff(e.get("old_string"), e.get("new_string"), path),) for e in edits if isinstance(e, dict)),
+        )
+    elif tool_name == "Write":
+        body = _diff("", tool_input.get("content"), path, new_file=True)
+    else:
+        body = _diff("", tool_input.get("new_source"), path, new_file=True)
+    return format_html("{}{}", head, body)
+
+
+def _diff(old: Any, new: Any, path: str, *, new_file: bool = False) -> SafeString:
+    """A unified diff (difflib) as escaped lines with add/remove classes."""
+    old_lines = old.splitlines() if isinstance(old, str) else []
+    new_lines = new.splitlines() if isinstance(new, str) else []
+    if new_file:
+        lines = [f"+{line}" for line in new_lines]
+    else:
+        lines = list(difflib.unified_diff(old_lines, new_lines, lineterm="", n=3))[2:]
+    shown = lines[:MAX_LINES]
+    rows = [(_diff_class(line), line) for line in shown]
+    more = len(lines) - len(shown)
+    tail = format_html('<span class="d-more">… {} more lines</span>\n', more) if more > 0 else ""
+    if not rows:
+        return mark_safe('<p class="muted">(no change)</p>')  # constant markup
+    return format_html(
+        '<pre class="diff">{}{}</pre>', format_html_join("", '<span class="{}">{}</span>\n', rows), tail
+    )
+
+
+def _diff_class(line: str) -> str:
+    if line.startswith("@@"):
+        return "d-hunk"
+    if line.startswith("+"):
+        return "d-add"
+    if line.startswith("-"):
+        return "d-del"
+    return "d-ctx"

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
 
 from approvals.models import (
     Agent,
+    ChatIdentity,
     Decision,
     Membership,
     PermissionRequest,
@@ -18,6 +22,7 @@ from approvals.models import (
     Role,
     Rule,
     RuleScope,
+    SessionDenials,
     Team,
 )
 
@@ -207,3 +212,186 @@ def audit_rows(filters: dict[str, Any], user: AbstractBaseUser | AnonymousUser) 
         if value not in (None, ""):
             rows = rows.filter(**{lookup: value})
     return rows.order_by("-id")
+
+
+# --- dashboard pages (appended by the dashboard) -----------------------------------------
+
+
+def agents_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Agent]:
+    teams = team_ids_for(user)
+    agents = Agent.objects.select_related("team", "owner").order_by("revoked_at", "name")
+    return agents if teams is None else agents.filter(team_id__in=teams)
+
+
+def teams_deciding(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Team]:
+    """The teams in which a person may decide, write rules and register agents."""
+    teams = team_ids_for(user, role=Role.APPROVER)
+    return Team.objects.all() if teams is None else Team.objects.filter(pk__in=teams)
+
+
+def can_manage_team(user: AbstractBaseUser | AnonymousUser, team_id: int) -> bool:
+    teams = team_ids_for(user, role=Role.APPROVER)
+    return teams is None or team_id in teams
+
+
+def audit_row_get(decision_id: int, user: AbstractBaseUser | AnonymousUser) -> Decision | None:
+    teams = team_ids_for(user)
+    rows = Decision.objects.select_related("agent", "request", "team", "decided_by_user").filter(pk=decision_id)
+    return (rows if teams is None else rows.filter(team_id__in=teams)).first()
+
+
+def audit_neighbour_hash_ok(decision: Decision) -> bool:
+    """Whether the row before this one ends where this row's chain link says it does."""
+    from approvals.audit import GENESIS_HASH
+
+    previous = Decision.objects.filter(pk__lt=decision.pk).order_by("-pk").values_list("hash", flat=True).first()
+    return decision.prev_hash == (previous or GENESIS_HASH)
+
+
+def recently_finished(user: AbstractBaseUser | AnonymousUser, limit: int = 10) -> QuerySet[PermissionRequest]:
+    return requests_visible_to(user).exclude(state=RequestState.PENDING).order_by("-decided_at")[:limit]
+
+
+def chat_identities_for(user: Any) -> QuerySet[ChatIdentity]:
+    return ChatIdentity.objects.filter(user=user).order_by("provider", "external_id")
+
+
+# --- the denials monitor: every number is a database aggregate --------------------------
+
+
+def _team_decisions(user: AbstractBaseUser | AnonymousUser, since: datetime) -> QuerySet[Decision]:
+    teams = team_ids_for(user)
+    rows = Decision.objects.filter(created_at__gte=since)
+    return rows if teams is None else rows.filter(team_id__in=teams)
+
+
+def denials_over_time(
+    user: AbstractBaseUser | AnonymousUser, since: datetime, *, hourly: bool = False
+) -> list[tuple[datetime, int]]:
+    """Denials per day (or hour) since `since`, oldest first."""
+    bucket = TruncHour("created_at") if hourly else TruncDay("created_at")
+    rows = (
+        _team_decisions(user, since)
+        .filter(behavior="deny")
+        .annotate(bucket=bucket)
+        .values("bucket")
+        .annotate(n=Count("id"))
+        .order_by("bucket")
+    )
+    return [(row["bucket"], row["n"]) for row in rows]
+
+
+DENIAL_DIMENSIONS = {"tool": "tool_name", "agent": "agent__name", "rule": "rule", "decider": "decided_by"}
+
+
+def denials_by(
+    user: AbstractBaseUser | AnonymousUser, since: datetime, dimension: str, limit: int = 8
+) -> list[tuple[str, int]]:
+    """The top denied tools / agents / rules / deciders since `since`."""
+    field = DENIAL_DIMENSIONS[dimension]
+    rows = _team_decisions(user, since).filter(behavior="deny")
+    if dimension == "rule":
+        rows = rows.exclude(rule="")
+    grouped = rows.values(field).annotate(n=Count("id")).order_by("-n", field)[:limit]
+    return [(str(row[field]), row["n"]) for row in grouped]
+
+
+def human_decision_stats(user: AbstractBaseUser | AnonymousUser, since: datetime) -> dict[str, Any]:
+    """How long people took to answer (median, p90) and how many asks timed out."""
+    asked = _team_decisions(user, since).filter(reason_type__in=["user", "timeout"])
+    counts = asked.aggregate(
+        humans=Count("id", filter=Q(reason_type="user")), timeouts=Count("id", filter=Q(reason_type="timeout"))
+    )
+    humans = asked.filter(reason_type="user").order_by("latency_ms").values_list("latency_ms", flat=True)
+    total = counts["humans"] + counts["timeouts"]
+    return {
+        "humans": counts["humans"],
+        "timeouts": counts["timeouts"],
+        "timeout_rate": counts["timeouts"] / total if total else None,
+        # A percentile is one indexed row at an offset, so no row list is ever loaded.
+        "median_ms": _percentile(humans, counts["humans"], 0.5),
+        "p90_ms": _percentile(humans, counts["humans"], 0.9),
+    }
+
+
+def _percentile(ordered: QuerySet[Decision, float], count: int, fraction: float) -> float | None:
+    if count == 0:
+        return None
+    index = min(count - 1, round(fraction * (count - 1)))
+    return ordered[index]
+
+
+def sessions_in_denial_loops(
+    user: AbstractBaseUser | AnonymousUser, since: datetime, *, limit: int = 20
+) -> list[dict[str, Any]]:
+    """Sessions whose engine denial counter reached the limit, newest first."""
+    teams = team_ids_for(user)
+    rows = SessionDenials.objects.select_related("agent").filter(
+        updated_at__gte=since, state__count__gte=settings.GATEHOUSE_DENIAL_LIMIT
+    )
+    if teams is not None:
+        rows = rows.filter(agent__team_id__in=teams)
+    return [
+        {
+            "agent": row.agent.name,
+            "session_id": row.session_id,
+            "count": row.state.get("count", 0),
+            "key": row.state.get("key") or "",
+            "updated_at": row.updated_at,
+        }
+        for row in rows.order_by("-updated_at")[:limit]
+    ]
+
+
+# --- rules: what the engine would say -----------------------------------------------------
+
+
+def _rule_items(rules: list[Rule]) -> list[dict[str, Any]]:
+    return [
+        {
+            "rule": r.rule,
+            "behavior": r.behavior,
+            "source": r.source,
+            **({"expires_at": r.expires_at.isoformat()} if r.expires_at else {}),
+        }
+        for r in rules
+    ]
+
+
+def rules_explain(*, team: Team, agent: Agent | None, call: dict[str, Any]) -> dict[str, Any]:
+    """Dry-run the engine on one call with the team's rules; nothing is stored.
+
+    - With an agent, exactly the rules its calls get (scope, expiry); without, the team's
+      unexpired rules of scope "everyone".
+    """
+    import policy
+
+    session_id = str(call.get("session_id", ""))
+    cwd = str(call.get("cwd", ""))
+    if agent is not None:
+        rules = rules_applying_to(agent=agent, session_id=session_id, cwd=cwd)
+    else:
+        now = timezone.now()
+        rules = list(
+            Rule.objects.filter(team=team, scope=RuleScope.GLOBAL).filter(
+                Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+            )
+        )
+    doc = {
+        "tool_name": call["tool_name"],
+        "tool_input": call.get("tool_input", {}),
+        "cwd": cwd,
+        "mode": call.get("mode") or (agent.default_mode if agent else "default"),
+        "context": call.get("context") or "interactive",
+        "session_id": session_id,
+    }
+    return policy.decide(doc, rules=policy.compile_rules(_rule_items(rules))).to_dict()
+
+
+def rules_lint(rules: list[Rule]) -> list[Any]:
+    """Shadowed, duplicated and never-matching rules, from the engine's linter."""
+    try:
+        from policy.lint import lint_rules
+    except ImportError:
+        return []
+    return list(lint_rules(_rule_items(rules)))

@@ -31,6 +31,7 @@ from approvals.audit import chain_head, input_hash, row_hash
 from approvals.extensions import registry
 from approvals.models import (
     Agent,
+    ChatIdentity,
     Decision,
     Membership,
     Mode,
@@ -587,3 +588,33 @@ def request_record_result(*, request: PermissionRequest, ok: bool, output: Any =
     """Record PostToolUse (ok) or PostToolUseFailure against the request."""
     result = {"ok": ok, "output": output} if ok else {"ok": False, "error": error}
     PermissionRequest.objects.filter(pk=request.pk).update(result=result, result_at=timezone.now())
+
+
+def request_attach_suggestions(*, request: PermissionRequest, suggestions: list[Any]) -> None:
+    """Store Claude Code's `permission_suggestions` (from its PermissionRequest hook) on a request."""
+    if suggestions and suggestions != request.permission_suggestions:
+        PermissionRequest.objects.filter(pk=request.pk).update(permission_suggestions=suggestions)
+        request.permission_suggestions = suggestions
+
+
+# --- chat identities (appended by the dashboard) ------------------------------------------
+
+CHAT_PROVIDERS = ("telegram", "slack")
+
+
+def chat_identity_link(*, user: Any, provider: str, external_id: str) -> ChatIdentity:
+    """Link a Telegram or Slack account to a person, so their chat taps count as theirs."""
+    external_id = external_id.strip()
+    if provider not in CHAT_PROVIDERS:
+        raise ServiceError(f"provider must be one of {', '.join(CHAT_PROVIDERS)}, not {provider!r}")
+    if not external_id:
+        raise ServiceError("the chat account id is empty")
+    if ChatIdentity.objects.filter(provider=provider, external_id=external_id).exclude(user=user).exists():
+        raise ServiceError(f"that {provider} account is already linked to another person")
+    identity, _ = ChatIdentity.objects.get_or_create(user=user, provider=provider, external_id=external_id)
+    return identity
+
+
+def chat_identity_unlink(*, user: Any, identity_id: int) -> bool:
+    deleted, _ = ChatIdentity.objects.filter(pk=identity_id, user=user).delete()
+    return deleted > 0
