@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os.path
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -59,7 +60,14 @@ def normalise(path: str, cwd: str, home: str) -> NormalPath:
 
 
 def working_directories(cwd: str, additional: Iterable[str], home: str) -> tuple[str, ...]:
-    """Return the absolute, symlink-resolved working directories (cwd first)."""
+    """Return the absolute working directories, as written and symlink-resolved."""
+    return _working_directories(cwd, tuple(additional), home)
+
+
+@functools.lru_cache(maxsize=256)
+def _working_directories(cwd: str, additional: tuple[str, ...], home: str) -> tuple[str, ...]:
+    # Memoised: resolving symlinks costs a syscall per path component on every call,
+    # and a session's working directories do not move under it.
     roots: list[str] = []
     for entry in (cwd, *additional):
         if not isinstance(entry, str) or not entry:

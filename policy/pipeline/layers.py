@@ -20,7 +20,10 @@ def _rule_verdict(rule: CompiledRule, ctx: CallContext) -> Verdict:
         message = f"The rule {rule.text} ({rule.source}) requires approval for this action."
     else:
         message = ""
-    return Verdict(rule.behavior, rule_reason(rule.describe()), message)
+    # An explicit ask rule means "a person decides": auto mode's classifier and fast
+    # paths must not answer it.
+    forced = rule.behavior == "ask"
+    return Verdict(rule.behavior, rule_reason(rule.describe()), message, forced=forced)
 
 
 def deny_and_ask_rules(rules: CompiledRules, ctx: CallContext, run: Run) -> Verdict | None:

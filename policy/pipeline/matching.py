@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
-from policy.paths import NormalPath, is_inside, looks_like_path, normalise
+from policy.paths import NormalPath, is_inside, normalise
 from policy.pipeline.context import CallContext
 from policy.rules.compiled import CompiledRule, CompiledRules, RuleIndex
 from policy.shell.commands import SimpleCommand
@@ -90,7 +90,7 @@ def allow_forms(command: SimpleCommand) -> list[str]:
     forms = [command.full_raw, " ".join(command.full_words)]
     if not command.unsafe_wrapper:
         forms += [command.raw, command.text]
-    return forms
+    return list(dict.fromkeys(forms))
 
 
 def deny_forms(command: SimpleCommand) -> list[str]:
@@ -128,7 +128,8 @@ def _bash_path_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> Co
         normalise(word, ctx.cwd, ctx.home)
         for command in ctx.analysis.commands
         for word in command.words[1:]
-        if looks_like_path(word)
+        # Any operand may name a file (``cat .env``); options cannot.
+        if word and not word.startswith("-")
     ]
     if not paths:
         return None

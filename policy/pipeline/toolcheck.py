@@ -31,6 +31,9 @@ def check_tool(ctx: CallContext) -> ToolCheck:
         return _check_edit(ctx)
     if kind == "read":
         return _check_read(ctx)
+    if kind == "other" and ctx.spec.read_only:
+        # TodoWrite, BashOutput, ExitPlanMode: Claude Code never prompts for these.
+        return ToolCheck("allow", simple_reason("other", f"{ctx.spec.name} needs no permission"))
     return PASSTHROUGH
 
 

@@ -43,14 +43,13 @@ class CompiledRule:
     command: CommandPattern | None = None
     path: PathPattern | None = None
     domain: DomainPattern | None = None
+    text: str = ""
+    rank: int = 0
 
-    @property
-    def text(self) -> str:
-        return str(self.rule)
-
-    @property
-    def rank(self) -> int:
-        return SOURCE_RANK[self.source]
+    def __post_init__(self) -> None:
+        # Computed once: matching reads these on every decision.
+        object.__setattr__(self, "text", str(self.rule))
+        object.__setattr__(self, "rank", SOURCE_RANK[self.source])
 
     def active(self, now: datetime) -> bool:
         return self.expires_at is None or self.expires_at > now

@@ -181,6 +181,12 @@ def _visit_command(
         else:
             words.append(word_of(child))
             stack.append(child)
+    parent = node.parent
+    if parent is not None and parent.type == "redirected_statement":
+        # tree-sitter hangs ``cmd <<EOF`` redirects on the enclosing statement.
+        for sibling in parent.named_children:
+            if sibling.type == "heredoc_redirect":
+                heredocs.extend(_heredoc_bodies(sibling))
     _add_command(words, assignments, heredocs, data, walk, depth)
 
 
