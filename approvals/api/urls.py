@@ -2,4 +2,8 @@
 
 from django.urls import path
 
-urlpatterns: list = []
+from approvals.api.health import HealthCheckApi
+
+urlpatterns: list = [
+    path("health", HealthCheckApi.as_view(), name="api-health"),
+]
