@@ -1,4 +1,4 @@
-"""The decision table: rules × modes × tools × inputs, each naming the layer that decides.
+"""The decision table: rules by modes by tools by inputs, each naming the layer that decides.
 
 Every row lists the expected outcome in the six modes, in the order of ``MODES``. A code
 is ``<who><what>``: who decided (R rule, M bypass mode, D dontAsk, O no rule/ask left,
