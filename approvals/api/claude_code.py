@@ -1,0 +1,422 @@
+"""`POST /hooks/claude-code`: Claude Code's hook JSON in, the exact hook stdout JSON out.
+
+It is the whole Claude Code integration behind one URL, so `curl` alone can be the hook
+command, and `python -m agent.hook` is a thin, fast client of it.
+
+- `PreToolUse` submits the call (its `tool_use_id` is the idempotency key) and answers
+  `permissionDecision` allow or deny. An engine "ask" waits for the remote race by
+  default: the product's point is approving from elsewhere, and answering "ask" would
+  make Claude Code prompt locally (or, headless, deny). `?ask=local` answers "ask" at
+  once instead and leaves the request pending for a PermissionRequest hook to pick up.
+- `PermissionRequest` carries no `tool_use_id`: it is matched to the PreToolUse request
+  of the same session, tool and input hash, so one tool call stays one request and one
+  audit row. Its `permission_suggestions` are stored for the approver.
+- `?withdraw=1` with the same body cancels the call's pending request ("answered
+  locally"): what the hook command does when Claude Code kills it.
+- `PostToolUse` / `PostToolUseFailure` record the result against the request with that
+  `tool_use_id` (a request still pending then was answered locally: it is withdrawn).
+
+Waiting: `?wait=S` bounds the wait; a request still pending then answers 202 with
+`{"gatehouse": {"id", "status": "pending"}}` for the caller to post again, unless
+`?on_timeout=deny|ask|allow` is also given, which makes this the final wait. Without
+`?wait` the endpoint waits up to `GATEHOUSE_HOOK_WAIT` (default: the ask deadline) and
+then applies `on_timeout` (default deny), which is what a plain curl hook needs.
+
+This is a plain async Django view rather than a DRF APIView: the wait must not hold a
+worker thread, and DRF views are synchronous.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+
+from approvals import selectors, services
+from approvals.audit import input_hash
+from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
+from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState
+from approvals.waiting import wait_for_decision
+
+log = logging.getLogger(__name__)
+
+PRE_TOOL_USE = "PreToolUse"
+PERMISSION_REQUEST = "PermissionRequest"
+POST_TOOL_USE = "PostToolUse"
+POST_TOOL_USE_FAILURE = "PostToolUseFailure"
+DECIDING_EVENTS = (PRE_TOOL_USE, PERMISSION_REQUEST)
+RECORDING_EVENTS = (POST_TOOL_USE, POST_TOOL_USE_FAILURE)
+ON_TIMEOUT_CHOICES = ("deny", "ask", "allow")
+ANSWERED_LOCALLY = "answered locally"
+# A PermissionRequest reuses a decided PreToolUse request only while that call has not
+# run yet (no PostToolUse recorded) and only this soon after it; older matches are an
+# earlier call with the same input, which deserves its own request.
+MATCH_WINDOW = timedelta(minutes=15)
+
+
+class HookInputError(ValueError):
+    """The body is not a hook input we can act on; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class HookCall:
+    event: str
+    tool_name: str
+    tool_input: dict[str, Any]
+    tool_use_id: str
+    session_id: str
+    cwd: str
+    transcript_path: str
+    permission_mode: str
+    permission_suggestions: list[Any] = field(default_factory=list)
+    tool_response: Any = None
+    error: str = ""
+
+    def submission(self, context: str) -> dict[str, Any]:
+        """The `call` that `services.request_submit` takes."""
+        return {
+            "tool_name": self.tool_name,
+            "tool_input": self.tool_input,
+            "tool_use_id": self.tool_use_id,
+            "session_id": self.session_id,
+            "cwd": self.cwd,
+            "permission_mode": self.permission_mode,
+            "context": context,
+            "transcript_path": self.transcript_path,
+            "permission_suggestions": self.permission_suggestions,
+        }
+
+
+@dataclass(frozen=True)
+class HookOptions:
+    wait: float | None
+    on_timeout: str | None
+    ask_locally: bool
+    context: str
+    # Withdraw the call's pending request instead of deciding it (the hook was killed).
+    withdraw: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Where a call stands: decided (with its audit row), pending, or withdrawn."""
+
+    request: PermissionRequest | None
+    decision: Decision | None
+    # The request was withdrawn so that Claude Code's own prompt answers it.
+    hand_to_claude: bool = False
+
+
+# --- parsing ----------------------------------------------------------------------------
+
+
+def _text(body: dict[str, Any], key: str, *, limit: int, required: bool = False) -> str:
+    value = body.get(key, "")
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise HookInputError(f"{key} must be a string")
+    if required and not value:
+        raise HookInputError(f"{key} is required for {body.get('hook_event_name')}")
+    if len(value) > limit:
+        raise HookInputError(f"{key} is longer than {limit} characters")
+    return value
+
+
+def parse_hook_input(body: Any) -> HookCall | None:
+    """Read Claude Code's hook input strictly; None for an event Gatehouse does not handle.
+
+    - Unknown fields are ignored (Claude Code adds new ones, e.g. `prompt_id`).
+    """
+    if not isinstance(body, dict):
+        raise HookInputError("the body must be a JSON object: Claude Code's hook input")
+    event = body.get("hook_event_name")
+    if not isinstance(event, str) or not event:
+        raise HookInputError("hook_event_name is required (PreToolUse, PermissionRequest, PostToolUse, ...)")
+    if event not in DECIDING_EVENTS + RECORDING_EVENTS:
+        return None
+    tool_input = body.get("tool_input", {})
+    if not isinstance(tool_input, dict):
+        raise HookInputError("tool_input must be a JSON object")
+    suggestions = body.get("permission_suggestions") or []
+    if not isinstance(suggestions, list):
+        raise HookInputError("permission_suggestions must be a list")
+    mode = body.get("permission_mode") or Mode.DEFAULT
+    error = body.get("error", "")
+    return HookCall(
+        event=event,
+        tool_name=_text(body, "tool_name", limit=200, required=True),
+        tool_input=tool_input,
+        tool_use_id=_text(body, "tool_use_id", limit=200, required=event != PERMISSION_REQUEST),
+        session_id=_text(body, "session_id", limit=200),
+        cwd=_text(body, "cwd", limit=4096),
+        transcript_path=_text(body, "transcript_path", limit=4096),
+        # A mode newer than this server gets the strict default rather than an error.
+        permission_mode=mode if mode in Mode.values else Mode.DEFAULT,
+        permission_suggestions=suggestions,
+        tool_response=body.get("tool_response"),
+        error=error if isinstance(error, str) else json.dumps(error),
+    )
+
+
+def parse_options(query: Any) -> HookOptions:
+    wait: float | None = None
+    raw_wait = query.get("wait")
+    if raw_wait not in (None, ""):
+        try:
+            wait = float(raw_wait)
+        except ValueError:
+            raise HookInputError("wait must be a number of seconds") from None
+        if not math.isfinite(wait) or wait < 0:
+            raise HookInputError("wait must be a number of seconds, 0 or more")
+        wait = min(wait, float(settings.GATEHOUSE_MAX_WAIT))
+    on_timeout = query.get("on_timeout") or None
+    if on_timeout is not None and on_timeout not in ON_TIMEOUT_CHOICES:
+        raise HookInputError("on_timeout must be deny, ask or allow")
+    ask = query.get("ask") or "remote"
+    if ask not in ("remote", "local"):
+        raise HookInputError("ask must be remote or local")
+    context = query.get("context") or Context.INTERACTIVE
+    if context not in Context.values:
+        raise HookInputError(f"context must be one of {', '.join(Context.values)}")
+    withdraw = query.get("withdraw") in ("1", "true")
+    return HookOptions(
+        wait=wait, on_timeout=on_timeout, ask_locally=ask == "local", context=context, withdraw=withdraw
+    )
+
+
+# --- rendering: the exact stdout Claude Code honours ------------------------------------
+
+
+def _reason_text(decision: Decision) -> str:
+    if decision.message:
+        return decision.message
+    verb = "Allowed" if decision.behavior == "allow" else "Denied"
+    return f"{verb} by {decision.decided_by} via {decision.surface} (Gatehouse)"
+
+
+def render(event: str, outcome: Outcome) -> dict[str, Any]:
+    """Claude Code's hook output for a settled outcome; `{}` means no decision."""
+    decision = outcome.decision
+    if outcome.hand_to_claude:
+        if event == PRE_TOOL_USE:
+            reason = "Gatehouse got no answer in time; Claude Code asks locally."
+            return _pre_tool_use("ask", reason)
+        return {}
+    if decision is None or (outcome.request is not None and outcome.request.state == RequestState.CANCELLED):
+        return {}
+    updated = decision.updated_input if isinstance(decision.updated_input, dict) else None
+    if event == PRE_TOOL_USE:
+        return _pre_tool_use(decision.behavior, _reason_text(decision), updated)
+    body: dict[str, Any] = {"behavior": decision.behavior}
+    if decision.behavior == "allow":
+        if updated is not None:
+            body["updatedInput"] = updated
+    else:
+        body["message"] = _reason_text(decision)
+    return {"hookSpecificOutput": {"hookEventName": PERMISSION_REQUEST, "decision": body}}
+
+
+def _pre_tool_use(behavior: str, reason: str, updated: dict[str, Any] | None = None) -> dict[str, Any]:
+    output: dict[str, Any] = {
+        "hookEventName": PRE_TOOL_USE,
+        "permissionDecision": behavior,
+        "permissionDecisionReason": reason,
+    }
+    if updated is not None:
+        output["updatedInput"] = updated
+    return {"hookSpecificOutput": output}
+
+
+def render_failure(event: str, message: str) -> dict[str, Any]:
+    """Fail closed: a deny Claude Code honours, for when no decision could be made."""
+    if event == PRE_TOOL_USE:
+        return _pre_tool_use("deny", message)
+    if event == PERMISSION_REQUEST:
+        decision = {"behavior": "deny", "message": message}
+        return {"hookSpecificOutput": {"hookEventName": PERMISSION_REQUEST, "decision": decision}}
+    return {}
+
+
+def pending_body(request: PermissionRequest) -> dict[str, Any]:
+    return {
+        "gatehouse": {
+            "id": str(request.pk),
+            "status": "pending",
+            "deadline_at": request.deadline_at.isoformat() if request.deadline_at else None,
+        }
+    }
+
+
+# --- the work (synchronous, database) ---------------------------------------------------
+
+
+def _usable_match(request: PermissionRequest | None) -> bool:
+    if request is None:
+        return False
+    if request.state == RequestState.PENDING:
+        return True
+    return request.result_at is None and timezone.now() - request.created_at < MATCH_WINDOW
+
+
+def open_call(agent: Agent, call: HookCall, options: HookOptions) -> Outcome:
+    """Submit the call, or find the request it already is; never a second request."""
+    if call.event == PERMISSION_REQUEST:
+        match = selectors.request_matching(
+            agent=agent, session_id=call.session_id, tool_name=call.tool_name, input_hash=input_hash(call.tool_input)
+        )
+        if match is not None and _usable_match(match):
+            services.request_attach_suggestions(request=match, suggestions=call.permission_suggestions)
+            return Outcome(match, selectors.decision_for(match))
+    result = services.request_submit(agent=agent, call=call.submission(options.context))
+    return Outcome(result.request, result.decision)
+
+
+def settle(request: PermissionRequest, on_timeout: str | None) -> Outcome:
+    """After the wait: expire past the deadline, apply `on_timeout`, or stay pending."""
+    request.refresh_from_db()
+    if request.state != RequestState.PENDING:
+        return Outcome(request, selectors.decision_for(request))
+    if request.deadline_at is not None and request.deadline_at <= timezone.now():
+        result = services.request_expire(request=request)
+    elif on_timeout is None:
+        return Outcome(request, None)
+    elif on_timeout == "deny":
+        result = services.request_expire(request=request)
+    elif on_timeout == "allow":
+        result = services.request_decide(
+            request_id=request.pk,
+            behavior="allow",
+            surface="timer",
+            decided_by="timeout",
+            message="Nobody answered in time; the hook's --on-timeout allow let the call run.",
+            reason_type="timeout",
+            reason_extra={"on_timeout": "allow"},
+        )
+    else:
+        result = services.request_cancel(request=request, reason="no answer in time, left to Claude Code's own prompt")
+        if result.won:
+            return Outcome(result.request, result.decision, hand_to_claude=True)
+    request.refresh_from_db()
+    return Outcome(request, result.decision or selectors.decision_for(request))
+
+
+def withdraw_call(agent: Agent, call: HookCall) -> None:
+    """Cancel the call's pending request: Claude Code answered it locally and killed the hook."""
+    if call.tool_use_id:
+        request = selectors.request_by_tool_use_id(agent=agent, tool_use_id=call.tool_use_id)
+    else:
+        request = selectors.request_matching(
+            agent=agent, session_id=call.session_id, tool_name=call.tool_name, input_hash=input_hash(call.tool_input)
+        )
+    if request is not None and request.state == RequestState.PENDING:
+        services.request_cancel(request=request, reason=ANSWERED_LOCALLY)
+
+
+def record_result(agent: Agent, call: HookCall) -> None:
+    """PostToolUse / PostToolUseFailure: the call ran (or failed) on the agent's side."""
+    request = selectors.request_by_tool_use_id(agent=agent, tool_use_id=call.tool_use_id)
+    if request is None:
+        return
+    if request.state == RequestState.PENDING:
+        # It ran without our answer: Claude Code's own dialog or rules let it through.
+        services.request_cancel(request=request, reason=ANSWERED_LOCALLY)
+    if call.event == POST_TOOL_USE:
+        services.request_record_result(request=request, ok=True, output=call.tool_response)
+    else:
+        services.request_record_result(request=request, ok=False, error=call.error or "the tool failed")
+
+
+def wait_seconds(request: PermissionRequest, options: HookOptions) -> tuple[float, str | None]:
+    """How long to wait, and the on-timeout to apply after it (None: answer pending)."""
+    until_deadline = float(settings.GATEHOUSE_ASK_TIMEOUT)
+    if request.deadline_at is not None:
+        until_deadline = max(0.0, (request.deadline_at - timezone.now()).total_seconds())
+    if options.wait is not None:
+        return min(options.wait, until_deadline), options.on_timeout
+    configured = float(settings.GATEHOUSE_HOOK_WAIT or until_deadline)
+    wait = min(configured, until_deadline, float(settings.GATEHOUSE_MAX_WAIT))
+    return wait, options.on_timeout or "deny"
+
+
+# --- the view ---------------------------------------------------------------------------
+
+
+def _error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+
+
+@database_sync_to_async
+def _agent_for(header: str) -> Agent | bool | None:
+    token = bearer_token(header)
+    principal = authenticate_token(token) if token else None
+    if principal is None:
+        return None
+    return principal.agent if isinstance(principal, AgentPrincipal) else False
+
+
+@csrf_exempt
+async def claude_code_hook(request: HttpRequest) -> JsonResponse:
+    """Answer one Claude Code hook event with the JSON Claude Code expects on stdout."""
+    if request.method != "POST":
+        return _error(405, "method_not_allowed", "POST Claude Code's hook input JSON to this URL.")
+    agent = await _agent_for(request.headers.get("Authorization", ""))
+    if agent is None:
+        return _error(401, "not_authenticated", "Send the agent's token as 'Authorization: Bearer <token>'.")
+    if agent is False:
+        return _error(403, "permission_denied", "Only an agent token may submit hook events, not a person's.")
+    assert isinstance(agent, Agent)
+    try:
+        raw = request.body
+    except RequestDataTooBig:
+        return _error(413, "too_large", f"The body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.")
+    try:
+        options = parse_options(request.GET)
+        call = parse_hook_input(json.loads(raw or b"null"))
+    except ValueError as exc:  # json.JSONDecodeError and HookInputError are both ValueErrors
+        message = str(exc) if isinstance(exc, HookInputError) else f"The body is not valid JSON: {exc}"
+        return _error(400, "invalid", message)
+    if call is None:
+        return JsonResponse({})
+    if call.event in RECORDING_EVENTS:
+        await database_sync_to_async(record_result)(agent, call)
+        return JsonResponse({})
+    if options.withdraw:
+        await database_sync_to_async(withdraw_call)(agent, call)
+        return JsonResponse({})
+    return await _decide(agent, call, options)
+
+
+async def _decide(agent: Agent, call: HookCall, options: HookOptions) -> JsonResponse:
+    try:
+        outcome = await database_sync_to_async(open_call)(agent, call, options)
+        request = outcome.request
+        if outcome.decision is not None or request is None or request.state != RequestState.PENDING:
+            return JsonResponse(render(call.event, outcome))
+        if options.ask_locally and call.event == PRE_TOOL_USE:
+            return JsonResponse(_pre_tool_use("ask", "Gatehouse asks: approve here or from the Gatehouse queue."))
+        wait, on_timeout = wait_seconds(request, options)
+        if wait > 0:
+            await wait_for_decision(request.pk, wait)
+        outcome = await database_sync_to_async(settle)(request, on_timeout)
+        if outcome.decision is None and not outcome.hand_to_claude:
+            return JsonResponse(pending_body(request), status=202)
+        return JsonResponse(render(call.event, outcome))
+    except services.AuditUnavailable as exc:
+        return JsonResponse(render_failure(call.event, str(exc)))
+    except services.ServiceError as exc:
+        return _error(400, "invalid", str(exc))
+    except Exception:
+        # Fail closed: an unexpected fault must never let the call through.
+        log.exception("claude-code hook failed for %s %s", call.event, call.tool_name)
+        return JsonResponse(render_failure(call.event, "Gatehouse failed to decide this call, so it is denied."))

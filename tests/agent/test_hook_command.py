@@ -1,0 +1,236 @@
+"""`python -m agent.hook` against a real Gatehouse server (no Claude Code CLI)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from tests.e2e.claude_code.hookrun import ROOT, finish, hook_input, pending_request, run_hook, start_hook, wait_until
+from tests.live import free_port, live_server
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def deny_rule(team: Any, text: str = "Bash(rm:*)") -> None:
+    from approvals import services
+
+    services.rule_create(rule=text, behavior="deny", source="projectSettings", team=team)
+
+
+def decisions() -> list[Any]:
+    from approvals.models import Decision
+
+    return list(Decision.objects.order_by("id"))
+
+
+class HookImportTests:
+    def test_it_loads_no_django(self) -> None:
+        code = "import agent.hook, sys; assert not any(m.startswith('django') for m in sys.modules), 'django loaded'"
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+    def test_it_loads_nothing_from_the_server_packages(self) -> None:
+        code = (
+            "import agent.hook, sys; bad = [m for m in sys.modules if m.split('.')[0] in "
+            "('django', 'approvals', 'relay', 'policy', 'rest_framework', 'channels')]; assert not bad, bad"
+        )
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+    def test_it_starts_quickly(self) -> None:
+        """Measure start-up (import + argument parsing + an ignored event); reported, not asserted."""
+        runs = []
+        for _ in range(5):
+            started = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-m", "agent.hook"],
+                cwd=ROOT,
+                input='{"hook_event_name": "Notification"}',
+                capture_output=True,
+                text=True,
+            )
+            runs.append((time.perf_counter() - started) * 1000)
+            assert done.returncode == 0 and done.stdout == ""
+        baseline = []
+        for _ in range(5):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            baseline.append((time.perf_counter() - started) * 1000)
+        print(f"\nhook start-up: median {sorted(runs)[2]:.0f} ms (bare python: {sorted(baseline)[2]:.0f} ms)")
+
+
+class HookDecisionTests:
+    def test_it_prints_a_deny_from_a_rule_with_its_reason(self, ci_bot: Any, default_team: Any) -> None:
+        deny_rule(default_team)
+        with live_server() as srv:
+            code, out, err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse", "rm -rf build"))
+        assert code == 0, err
+        output = out["hookSpecificOutput"]
+        assert output["hookEventName"] == "PreToolUse"
+        assert output["permissionDecision"] == "deny"
+        assert output["permissionDecisionReason"]
+        [row] = decisions()
+        assert row.behavior == "deny" and row.reason_type == "rule" and row.rule == "Bash(rm:*)"
+
+    def test_it_allows_from_an_allow_rule(self, ci_bot: Any, default_team: Any) -> None:
+        from approvals import services
+
+        services.rule_create(rule="Bash(ls:*)", behavior="allow", source="userSettings", team=default_team)
+        with live_server() as srv:
+            code, out, err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse", "ls -la"))
+        assert code == 0, err
+        assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+    def test_it_waits_for_a_person_who_allows(self, ci_bot: Any, alice: Any) -> None:
+        from approvals import services
+
+        body = hook_input("PreToolUse", "rm -rf build")
+        with live_server() as srv:
+            process = start_hook(srv.url, ci_bot.token, body, "--poll", "1")
+            request = wait_until(lambda: pending_request(body["tool_use_id"]), what="the pending request")
+            services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=alice)
+            code, out, err = finish(process)
+        assert code == 0, err
+        assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
+        assert "alice" in out["hookSpecificOutput"]["permissionDecisionReason"]
+        [row] = decisions()
+        assert row.decided_by == "alice"
+
+    def test_it_returns_the_persons_message_on_a_deny(self, ci_bot: Any, alice: Any) -> None:
+        from approvals import services
+
+        body = hook_input("PreToolUse", "rm -rf build")
+        with live_server() as srv:
+            process = start_hook(srv.url, ci_bot.token, body)
+            request = wait_until(lambda: pending_request(body["tool_use_id"]), what="the pending request")
+            services.request_decide(
+                request_id=request.pk, behavior="deny", surface="api", user=alice, message="Use make clean instead."
+            )
+            code, out, err = finish(process)
+        assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert out["hookSpecificOutput"]["permissionDecisionReason"] == "Use make clean instead."
+
+    def test_it_applies_on_timeout_deny_and_records_a_timeout(self, ci_bot: Any) -> None:
+        with live_server() as srv:
+            code, out, err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse"), "--timeout", "2")
+        assert code == 0, err
+        assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+        [row] = decisions()
+        assert row.behavior == "deny" and row.reason_type == "timeout"
+        assert row.request.state == "expired"
+
+    def test_it_applies_on_timeout_allow_and_records_it(self, ci_bot: Any) -> None:
+        args = ("--timeout", "2", "--on-timeout", "allow")
+        with live_server() as srv:
+            code, out, err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse"), *args)
+        assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
+        [row] = decisions()
+        assert row.behavior == "allow" and row.reason_type == "timeout"
+
+    def test_it_applies_on_timeout_ask_by_handing_back_to_claude(self, ci_bot: Any) -> None:
+        args = ("--timeout", "2", "--on-timeout", "ask")
+        with live_server() as srv:
+            code, out, err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse"), *args)
+        assert out["hookSpecificOutput"]["permissionDecision"] == "ask"
+        [row] = decisions()
+        assert row.request.state == "cancelled"
+
+    def test_it_asks_locally_at_once_when_told(self, ci_bot: Any) -> None:
+        with live_server() as srv:
+            code, out, err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse"), "--ask-locally")
+        assert out["hookSpecificOutput"]["permissionDecision"] == "ask"
+        assert pending_request() is not None
+
+
+class HookUnreachableTests:
+    def test_it_prints_nothing_by_default_when_the_server_is_down(self, ci_bot: Any) -> None:
+        url = f"http://127.0.0.1:{free_port()}"
+        code, out, err = run_hook(url, ci_bot.token, hook_input("PreToolUse"))
+        assert code == 0
+        assert out is None
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert "on-unreachable ask" in err
+
+    def test_it_denies_when_told_to_and_the_server_is_down(self, ci_bot: Any) -> None:
+        url = f"http://127.0.0.1:{free_port()}"
+        code, out, err = run_hook(url, ci_bot.token, hook_input("PermissionRequest"), "--on-unreachable", "deny")
+        assert out["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+        assert "unreachable" in out["hookSpecificOutput"]["decision"]["message"]
+
+    def test_it_reports_a_bad_token_in_one_line(self, ci_bot: Any) -> None:
+        with live_server() as srv:
+            code, out, err = run_hook(srv.url, "gha_wrong", hook_input("PreToolUse"), "--on-unreachable", "deny")
+        assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert "401" in err and "Traceback" not in err and err.count("\n") == 1
+
+    def test_it_reads_the_token_from_a_file(self, ci_bot: Any, default_team: Any, tmp_path: Any) -> None:
+        deny_rule(default_team)
+        token_file = tmp_path / "token"
+        token_file.write_text(ci_bot.token + "\n")
+        with live_server() as srv:
+            code, out, err = run_hook(srv.url, "", hook_input("PreToolUse"), GATEHOUSE_TOKEN_FILE=str(token_file))
+        assert out["hookSpecificOutput"]["permissionDecision"] == "deny", err
+
+    def test_it_survives_garbage_on_stdin(self, ci_bot: Any) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "agent.hook", "--server", "http://127.0.0.1:9"],
+            cwd=ROOT, input="not json", capture_output=True, text=True,
+        )
+        assert done.returncode == 0 and done.stdout == ""
+        assert "Traceback" not in done.stderr
+
+
+class HookWithdrawTests:
+    @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+    def test_it_withdraws_its_request_when_killed(self, ci_bot: Any, sig: int) -> None:
+        body = hook_input("PermissionRequest")
+        with live_server() as srv:
+            process = start_hook(srv.url, ci_bot.token, body)
+            request = wait_until(pending_request, what="the pending request")
+            process.send_signal(sig)
+            finish(process, timeout=10)
+            request.refresh_from_db()
+        assert request.state == "cancelled"
+        [row] = decisions()
+        assert row.reason_type == "cancelled" and "answered locally" in row.message
+        assert row.surface == "local"
+
+
+class HookEventTests:
+    def test_permission_request_joins_the_pretooluse_request(self, ci_bot: Any, alice: Any) -> None:
+        from approvals import services
+        from approvals.models import PermissionRequest
+
+        pre = hook_input("PreToolUse", "rm -rf build")
+        suggestions = [{"type": "setMode", "mode": "acceptEdits", "destination": "session"}]
+        perm = hook_input("PermissionRequest", "rm -rf build", permission_suggestions=suggestions)
+        with live_server() as srv:
+            code, out, _ = run_hook(srv.url, ci_bot.token, pre, "--ask-locally")
+            assert out["hookSpecificOutput"]["permissionDecision"] == "ask", out
+            process = start_hook(srv.url, ci_bot.token, perm)
+            request = wait_until(
+                lambda: PermissionRequest.objects.filter(permission_suggestions=suggestions).first(),
+                what="suggestions stored",
+            )
+            services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=alice)
+            code, out, err = finish(process)
+        assert out == {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}
+        assert PermissionRequest.objects.count() == 1
+        assert len(decisions()) == 1
+
+    def test_post_tool_use_records_the_result(self, ci_bot: Any, default_team: Any) -> None:
+        from approvals import services
+        from approvals.models import PermissionRequest
+
+        services.rule_create(rule="Bash(ls:*)", behavior="allow", source="userSettings", team=default_team)
+        pre = hook_input("PreToolUse", "ls")
+        post = {**pre, "hook_event_name": "PostToolUse", "tool_response": {"stdout": "a\nb", "stderr": ""}}
+        with live_server() as srv:
+            run_hook(srv.url, ci_bot.token, pre)
+            code, out, err = run_hook(srv.url, ci_bot.token, post)
+        assert code == 0 and out is None, err
+        request = PermissionRequest.objects.get(tool_use_id=pre["tool_use_id"])
+        assert request.result == {"ok": True, "output": {"stdout": "a\nb", "stderr": ""}}
