@@ -167,6 +167,9 @@ GATEHOUSE_MAX_WAIT = env_int("GATEHOUSE_MAX_WAIT", 600)
 GATEHOUSE_CLAIM_TTL_MS = env_int("GATEHOUSE_CLAIM_TTL_MS", 10_000)
 GATEHOUSE_SWEEP_INTERVAL = env_int("GATEHOUSE_SWEEP_INTERVAL", 5)
 GATEHOUSE_DENIAL_LIMIT = env_int("GATEHOUSE_DENIAL_LIMIT", 3)
+# How long POST /hooks/claude-code waits for a person when the caller sets no ?wait=
+# (plain curl as the hook); 0 means until the request's own ask deadline.
+GATEHOUSE_HOOK_WAIT = env_int("GATEHOUSE_HOOK_WAIT", 0)
 
 # --- Auth -----------------------------------------------------------------------------
 

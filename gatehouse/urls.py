@@ -4,12 +4,15 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from approvals.api.claude_code import claude_code_hook
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("approvals.api.urls")),
+    path("hooks/claude-code", claude_code_hook, name="claude-code-hook"),
     path("", include("relay.urls")),
     path("", include("approvals.urls")),
 ]
