@@ -167,6 +167,22 @@ GATEHOUSE_MAX_WAIT = env_int("GATEHOUSE_MAX_WAIT", 600)
 GATEHOUSE_CLAIM_TTL_MS = env_int("GATEHOUSE_CLAIM_TTL_MS", 10_000)
 GATEHOUSE_SWEEP_INTERVAL = env_int("GATEHOUSE_SWEEP_INTERVAL", 5)
 GATEHOUSE_DENIAL_LIMIT = env_int("GATEHOUSE_DENIAL_LIMIT", 3)
+
+# --- Chat bridges: each is enabled by its token (docs/BRIDGES.md) ------------------------
+
+TELEGRAM_BOT_TOKEN = env_secret("TELEGRAM_BOT_TOKEN")
+TELEGRAM_CHAT_ID = env_str("TELEGRAM_CHAT_ID")
+TELEGRAM_APPROVERS = env_list("TELEGRAM_APPROVERS")
+TELEGRAM_API_URL = env_str("TELEGRAM_API_URL", "https://api.telegram.org")
+TELEGRAM_WEBHOOK_SECRET = env_secret("TELEGRAM_WEBHOOK_SECRET")
+TELEGRAM_CHAT_INTERVAL_MS = env_int("TELEGRAM_CHAT_INTERVAL_MS", 1000)
+TELEGRAM_GLOBAL_RATE = env_int("TELEGRAM_GLOBAL_RATE", 30)
+SLACK_BOT_TOKEN = env_secret("SLACK_BOT_TOKEN")
+SLACK_SIGNING_SECRET = env_secret("SLACK_SIGNING_SECRET")
+SLACK_CHANNEL = env_str("SLACK_CHANNEL")
+SLACK_APPROVERS = env_list("SLACK_APPROVERS")
+SLACK_API_URL = env_str("SLACK_API_URL", "https://slack.com/api")
+SLACK_CHANNEL_INTERVAL_MS = env_int("SLACK_CHANNEL_INTERVAL_MS", 1000)
 # How long POST /hooks/claude-code waits for a person when the caller sets no ?wait=
 # (plain curl as the hook); 0 means until the request's own ask deadline.
 GATEHOUSE_HOOK_WAIT = env_int("GATEHOUSE_HOOK_WAIT", 0)

@@ -1,5 +1,8 @@
 """HTTP routes the relay serves: the Claude Code hook endpoint, chat callbacks, metrics."""
 
-from django.urls import path
+from django.urls import include, path
 
 urlpatterns: list = []
+
+# Chat bridges: Slack interactivity and the optional Telegram webhook.
+urlpatterns += [path("", include("relay.bridges.urls"))]

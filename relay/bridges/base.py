@@ -1,0 +1,478 @@
+"""What every chat bridge shares: the announcer contract, signed buttons, presses, a send queue.
+
+A bridge (Telegram, Slack, a future Discord) subclasses `ChatBridge` and implements three
+transport methods — `post_card`, `edit_card`, `post_notice` — plus its own inbound parser.
+Everything about the race lives here once: who may press, the one door into the race
+(`relay.race.answer`), "already decided by X via Y", and keeping every posted message in
+step with the request's fate. Bridges never import each other.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import hmac
+import json
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.utils.crypto import salted_hmac
+from prometheus_client import Counter
+
+from approvals import selectors as approval_selectors
+from approvals.models import Decision, PermissionRequest, RequestState
+from approvals.services import AuditUnavailable, DecideResult, ServiceError
+from relay import race
+from relay.bridges import selectors, services
+from relay.models import SurfaceMessage
+
+log = logging.getLogger(__name__)
+
+REFUSED_PRESSES = Counter(
+    "gatehouse_chat_refused_presses_total",
+    "Button presses refused because the chat user may not decide that request.",
+    ["surface"],
+)
+APPLIED_PRESSES = Counter(
+    "gatehouse_chat_presses_total", "Button presses that reached the race, by outcome.", ["surface", "outcome"]
+)
+
+# One letter per button keeps the signed token inside Telegram's 64-byte callback_data.
+ACTIONS: dict[str, tuple[str, str, str]] = {
+    "o": ("allow", "once", "Allow once"),
+    "s": ("allow", "session", "Allow for session"),
+    "a": ("allow", "always", "Always allow"),
+    "d": ("deny", "once", "Deny"),
+}
+VALUE_PREFIX = "g1"
+MAC_BYTES = 15  # 120 bits, 20 base64 characters: forging one is out of reach
+
+
+# --- signed action tokens -----------------------------------------------------------------
+
+
+def _mac(surface: str, body: str) -> str:
+    digest = salted_hmac("gatehouse.bridges.action", f"{surface}:{body}", algorithm="sha256").digest()
+    return base64.urlsafe_b64encode(digest[:MAC_BYTES]).decode()
+
+
+def sign_action(surface: str, action: str, request_id: uuid.UUID | str) -> str:
+    """A button's payload: the action and request, bound together by an HMAC of SECRET_KEY.
+
+    - 55 bytes, under Telegram's 64-byte callback_data limit.
+    """
+    if action not in ACTIONS:
+        raise ValueError(f"unknown action {action!r}")
+    body = f"{action}{uuid.UUID(str(request_id)).hex}"
+    return f"{VALUE_PREFIX}{body}{_mac(surface, body)}"
+
+
+def verify_action(surface: str, token: str) -> tuple[str, str] | None:
+    """(action, request id) of a genuine token for this surface, else None."""
+    if not isinstance(token, str) or len(token) != 2 + 1 + 32 + 20 or not token.startswith(VALUE_PREFIX):
+        return None
+    body, mac = token[2:35], token[35:]
+    if not hmac.compare_digest(mac, _mac(surface, body)):
+        return None
+    action, hex_id = body[0], body[1:]
+    if action not in ACTIONS:
+        return None
+    try:
+        return action, str(uuid.UUID(hex=hex_id))
+    except ValueError:
+        return None
+
+
+# --- what a card says -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """A readable slice of a tool's input: a shell command, a diff, or pretty JSON."""
+
+    kind: str  # "code" | "diff" | "text"
+    body: str
+    language: str = ""
+    truncated: bool = False
+
+
+EXCERPT_LIMIT = 1200
+
+
+def excerpt_for(tool_name: str, tool_input: Any, limit: int = EXCERPT_LIMIT) -> Excerpt:
+    tool_input = tool_input if isinstance(tool_input, dict) else {"input": tool_input}
+    if tool_name == "Bash" and isinstance(tool_input.get("command"), str):
+        return _cut(Excerpt("code", tool_input["command"], "bash"), limit)
+    if tool_name in ("Edit", "MultiEdit"):
+        edits = tool_input.get("edits") if tool_name == "MultiEdit" else [tool_input]
+        if isinstance(edits, list):
+            return _cut(Excerpt("diff", _diff(str(tool_input.get("file_path", "")), edits), "diff"), limit)
+    if tool_name == "Write" and isinstance(tool_input.get("content"), str):
+        body = f"{tool_input.get('file_path', '')}\n{tool_input['content']}"
+        return _cut(Excerpt("code", body), limit)
+    if tool_name == "WebFetch" and isinstance(tool_input.get("url"), str):
+        return _cut(Excerpt("text", tool_input["url"]), limit)
+    return _cut(Excerpt("code", json.dumps(tool_input, indent=2, ensure_ascii=False, default=str), "json"), limit)
+
+
+def _diff(path: str, edits: list[Any]) -> str:
+    lines = [f"--- {path}", f"+++ {path}"]
+    for edit in edits:
+        if not isinstance(edit, dict):
+            continue
+        old = str(edit.get("old_string", "")).splitlines()
+        new = str(edit.get("new_string", "")).splitlines()
+        lines.extend(list(difflib.unified_diff(old, new, lineterm="", n=1))[2:])
+    return "\n".join(lines)
+
+
+def _cut(excerpt: Excerpt, limit: int) -> Excerpt:
+    if len(excerpt.body) <= limit:
+        return excerpt
+    return Excerpt(excerpt.kind, excerpt.body[:limit].rstrip() + "\n…", excerpt.language, truncated=True)
+
+
+def request_url(request_id: uuid.UUID | str) -> str:
+    return f"{settings.PUBLIC_URL}/requests/{request_id}/"
+
+
+def destructive_warning(request: PermissionRequest) -> str:
+    warning = (request.evaluation or {}).get("destructive_warning")
+    return str(warning) if warning else ""
+
+
+def already_decided_text(decision: Decision | None, holder: str = "") -> str:
+    """What a loser of the race is told: "Already decided by alice via web (allowed)."."""
+    if decision is None and not holder:
+        return "This request is no longer pending."
+    text = race.loser_message(DecideResult(False, decision.request if decision else None, decision, holder))  # type: ignore[arg-type]
+    return text[:1].upper() + text[1:] + "."
+
+
+def outcome_text(request: PermissionRequest, decision: Decision) -> str:
+    """One line for the edited card: who decided, how, and where."""
+    if request.state == RequestState.EXPIRED:
+        return "⌛ Expired — nobody answered before the deadline, so it was denied."
+    if request.state == RequestState.CANCELLED:
+        detail = str((decision.reason or {}).get("detail") or "withdrawn by the agent")
+        return f"↩️ Cancelled — {detail}."
+    allowed = decision.behavior == "allow"
+    line = f"{'✅ Allowed' if allowed else '⛔ Denied'} by {decision.decided_by} via {decision.surface}"
+    saved = (decision.reason or {}).get("saved_rule")
+    if allowed and saved:
+        line += f" · rule saved: {saved}"
+    custom = decision.message and not decision.message.startswith("Denied by")
+    if not allowed and decision.surface != "engine" and custom:
+        line += f" — “{decision.message}”"
+    return line + "."
+
+
+# --- presses --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Press:
+    """A chat user's button press (or deny reason), parsed and verified by the bridge."""
+
+    surface: str
+    external_id: str
+    display: str
+    request_id: str
+    action: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class PressOutcome:
+    applied: bool  # this press decided the request
+    refused: bool  # the presser may not decide it
+    text: str  # the toast / ephemeral reply for the presser
+    request: PermissionRequest | None = None
+
+
+def _answer(press: Press, user: Any, decided_by: str) -> DecideResult:
+    behavior, remember, _label = ACTIONS[press.action]
+    return race.answer(
+        press.request_id,
+        behavior,
+        surface=press.surface,
+        user=user,
+        decided_by=decided_by,
+        message=press.message,
+        remember=remember,
+    )
+
+
+def authorize(press: Press, approvers: list[str], request: PermissionRequest) -> tuple[bool, Any]:
+    """(allowed, linked user): listed in *_APPROVERS and, if linked, an approver of the team.
+
+    The list is the authority, not the link: anyone can type someone else's chat id on
+    their profile page, so a link alone never grants a press.
+    """
+    if press.external_id not in approvers:
+        return False, None
+    user = selectors.user_for_chat(press.surface, press.external_id)
+    if user is not None and not approval_selectors.can_decide(user, request):
+        return False, user
+    return True, user
+
+
+def refuse(press: Press, why: str) -> PressOutcome:
+    # The audit trail of refused presses: one structured log line and a counter.
+    REFUSED_PRESSES.labels(press.surface).inc()
+    log.warning(
+        "chat press refused surface=%s external_id=%s display=%s request=%s action=%s why=%s",
+        press.surface, press.external_id, press.display, press.request_id, press.action, why,
+    )
+    return PressOutcome(False, True, "You are not allowed to decide this request, so nothing happened.")
+
+
+def apply_press(press: Press, approvers: list[str]) -> PressOutcome:
+    """Send one verified press through the race's single door and say how it went."""
+    request = approval_selectors.request_get(press.request_id)
+    if request is None:
+        return PressOutcome(False, False, "This request no longer exists.")
+    allowed, user = authorize(press, approvers, request)
+    if not allowed:
+        return refuse(press, "not an approver of this team" if user is not None else "not in the approvers list")
+    decided_by = user.get_username() if user is not None else f"{press.display or press.external_id} ({press.surface})"
+    if request.state != RequestState.PENDING:
+        APPLIED_PRESSES.labels(press.surface, "late").inc()
+        return PressOutcome(False, False, already_decided_text(approval_selectors.decision_for(request)), request)
+    try:
+        result = _answer(press, user, decided_by)
+    except AuditUnavailable:
+        return PressOutcome(False, False, "Gatehouse could not record this decision; please try again.", request)
+    except ServiceError as exc:
+        return PressOutcome(False, False, str(exc), request)
+    if not result.won:
+        APPLIED_PRESSES.labels(press.surface, "late").inc()
+        return PressOutcome(False, False, already_decided_text(result.decision, result.holder), result.request)
+    APPLIED_PRESSES.labels(press.surface, "won").inc()
+    return PressOutcome(True, False, f"{ACTIONS[press.action][2]}: done.", result.request)
+
+
+# --- the send queue -------------------------------------------------------------------------
+
+
+class RetryLater(Exception):
+    """The chat service asked us to slow down (HTTP 429); retry the same call after `after` s."""
+
+    def __init__(self, after: float) -> None:
+        super().__init__(f"retry after {after}s")
+        self.after = after
+
+
+class Transient(Exception):
+    """A network error or a 5xx: retry with exponential backoff, never drop."""
+
+
+@dataclass
+class Job:
+    key: str  # rate-limit key: a chat or channel id; "" for calls outside per-chat limits
+    run: Callable[[], object]
+    label: str
+    attempts: int = 0
+
+
+@dataclass
+class SendQueue:
+    """One background thread that makes a bridge's HTTP calls, in order per chat.
+
+    - Announcers are called inside `on_commit` of whatever thread committed; `put` never
+      blocks them.
+    - Honours a minimum interval per chat and a global rate, so a burst is spread out
+      instead of being answered with 429s; a 429's `retry_after` pauses that chat and
+      the job is retried first. Network errors back off exponentially. Nothing is dropped
+      except on a permanent error (bad request, revoked token), which is logged.
+    """
+
+    name: str
+    per_key_interval: float = 1.0
+    global_rate: float = 30.0
+    max_backoff: float = 60.0
+    _cond: threading.Condition = field(default_factory=threading.Condition)
+    _queues: dict[str, deque[Job]] = field(default_factory=dict)
+    _next_at: dict[str, float] = field(default_factory=dict)
+    _recent: deque[float] = field(default_factory=deque)
+    _running: int = 0
+    _thread: threading.Thread | None = None
+    _stopping: bool = False
+
+    def put(self, job: Job, *, front: bool = False) -> None:
+        with self._cond:
+            queue = self._queues.setdefault(job.key, deque())
+            queue.appendleft(job) if front else queue.append(job)
+            if self._thread is None or not self._thread.is_alive():
+                self._stopping = False
+                self._thread = threading.Thread(target=self._loop, name=f"{self.name}-sender", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def pending(self) -> int:
+        with self._cond:
+            return sum(len(q) for q in self._queues.values()) + self._running
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until every queued call was made (or dropped); False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while any(self._queues.values()) or self._running:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    def stop(self, timeout: float = 5.0) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _pick(self, now: float) -> tuple[Job | None, float]:
+        """The next job allowed to run now, or how long to wait for one."""
+        while self._recent and now - self._recent[0] >= 1.0:
+            self._recent.popleft()
+        ready = [(self._next_at.get(key, 0.0), key) for key, queue in self._queues.items() if queue]
+        if not ready:
+            return None, 3600.0
+        at, key = min(ready)
+        if key and len(self._recent) >= self.global_rate:
+            at = max(at, self._recent[0] + 1.0)
+        if at > now:
+            return None, at - now
+        job = self._queues[key].popleft()
+        if key:
+            self._next_at[key] = now + self.per_key_interval
+            self._recent.append(now)
+        return job, 0.0
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                job, wait = self._pick(time.monotonic())
+                while job is None:
+                    if self._stopping:
+                        return
+                    self._cond.wait(wait)
+                    job, wait = self._pick(time.monotonic())
+                self._running += 1
+            try:
+                self._run(job)
+            finally:
+                with self._cond:
+                    self._running -= 1
+                    self._cond.notify_all()
+
+    def _run(self, job: Job) -> None:
+        try:
+            job.run()
+        except RetryLater as exc:
+            log.info("%s: %s rate-limited, retrying in %.1fs", self.name, job.label, exc.after)
+            with self._cond:
+                self._next_at[job.key] = time.monotonic() + exc.after
+            self.put(job, front=True)
+        except Transient as exc:
+            job.attempts += 1
+            delay = min(self.max_backoff, 0.5 * 2 ** min(job.attempts, 10))
+            log.warning("%s: %s failed (%s), retry %d in %.1fs", self.name, job.label, exc, job.attempts, delay)
+            with self._cond:
+                self._next_at[job.key] = time.monotonic() + delay
+            self.put(job, front=True)
+        except Exception:
+            log.exception("%s: %s failed permanently and was dropped", self.name, job.label)
+        finally:
+            # The sender is a long-lived thread outside any request cycle: give back its
+            # connection so it never pins a stale one (or blocks a test database drop).
+            if not connection.in_atomic_block:
+                close_old_connections()
+                connection.close()
+
+
+# --- the bridge ---------------------------------------------------------------------------
+
+
+class ChatBridge:
+    """An `Announcer` that posts each ask as a chat message and edits it when it is over.
+
+    Subclasses set `name` (the surface, e.g. "telegram") and implement the transport.
+    """
+
+    name: str = "chat"
+
+    def __init__(self, *, channels: list[str], approvers: list[str], queue: SendQueue) -> None:
+        self.channels = channels
+        self.approvers = approvers
+        self.queue = queue
+
+    # transport, implemented per service ------------------------------------------------
+
+    def post_card(self, request: PermissionRequest, channel: str) -> tuple[str, str]:
+        """Post the ask with its buttons; return (channel, message id) as the service names them."""
+        raise NotImplementedError
+
+    def edit_card(self, message: SurfaceMessage, request: PermissionRequest, decision: Decision) -> None:
+        """Replace the buttons with the outcome."""
+        raise NotImplementedError
+
+    # Announcer --------------------------------------------------------------------------
+
+    def request_created(self, request: PermissionRequest) -> None:
+        for channel in self.channels:
+            self.queue.put(Job(channel, partial(self._post, request.pk, channel), f"post {request.pk}"))
+
+    def request_finished(self, request: PermissionRequest, decision: Decision) -> None:
+        self.queue.put(Job("", lambda: self._finalise(request.pk), f"finalise {request.pk}"))
+
+    # jobs (run on the sender thread) ------------------------------------------------------
+
+    def _post(self, request_id: uuid.UUID, channel: str) -> None:
+        request = approval_selectors.request_get(request_id)
+        if request is None or request.state != RequestState.PENDING:
+            return  # decided while queued (a burst): no point in buttons nobody may press
+        posted_channel, message_id = self.post_card(request, channel)
+        services.surface_message_record(
+            request_id=request_id, surface=self.name, channel=posted_channel, message_id=message_id
+        )
+        # Decided while we posted, on another process that found no message to edit yet:
+        # the record above committed before this read, so one of us always edits it.
+        if approval_selectors.request_get(request_id).state != RequestState.PENDING:  # type: ignore[union-attr]
+            self._finalise(request_id)
+
+    def _finalise(self, request_id: uuid.UUID) -> None:
+        for message in selectors.unfinalised_messages(request_id, self.message_surfaces()):
+            self.queue.put(Job(message.channel, partial(self._edit, message.pk), f"edit {request_id}"))
+
+    def _edit(self, message_pk: int) -> None:
+        message = selectors.surface_message(message_pk)
+        if message is None or message.finalised_at is not None:
+            return
+        request = approval_selectors.request_get(message.request_id)
+        decision = approval_selectors.decision_for(request) if request is not None else None
+        if request is None or decision is None:
+            return
+        self.edit_card(message, request, decision)
+        services.surface_message_finalise(message_pk)
+
+    def message_surfaces(self) -> list[str]:
+        """The `SurfaceMessage.surface` values this bridge edits when a request is over."""
+        return [self.name]
+
+    def finalise_stragglers(self, limit: int = 100) -> int:
+        """Queue edits for messages whose request ended while no process was told (a crash)."""
+        ids = selectors.requests_with_stale_messages(self.message_surfaces(), limit)
+        for request_id in ids:
+            self.queue.put(Job("", partial(self._finalise, request_id), f"finalise {request_id}"))
+        return len(ids)

@@ -1,0 +1,235 @@
+"""The Slack bridge: each ask is a Block Kit message with buttons, updated when it is over.
+
+slack-sdk's `WebClient` makes the Web API calls (from the bridge's `SendQueue` thread) and
+its `SignatureVerifier` checks interaction requests: HMAC-SHA256 over `v0:{ts}:{body}`
+with the signing secret, compared in constant time, refused outside a 5-minute window.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+from urllib.error import URLError
+
+from django.conf import settings
+from django.db import transaction
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.signature import SignatureVerifier
+
+from approvals.models import Decision, PermissionRequest
+from relay.bridges import services
+from relay.bridges.base import (
+    ACTIONS,
+    ChatBridge,
+    Job,
+    Press,
+    RetryLater,
+    SendQueue,
+    Transient,
+    apply_press,
+    destructive_warning,
+    excerpt_for,
+    outcome_text,
+    refuse,
+    request_url,
+    sign_action,
+    verify_action,
+)
+from relay.models import SurfaceMessage
+
+log = logging.getLogger(__name__)
+
+SURFACE = "slack"
+ACTION_PREFIX = "gatehouse_"
+
+
+@dataclass(frozen=True)
+class SlackConfig:
+    token: str
+    signing_secret: str
+    channel: str
+    approvers: list[str]
+    api_url: str = "https://slack.com/api"
+    channel_interval: float = 1.0
+
+    @classmethod
+    def from_settings(cls) -> SlackConfig | None:
+        if not settings.SLACK_BOT_TOKEN or not settings.SLACK_CHANNEL or not settings.SLACK_SIGNING_SECRET:
+            return None
+        return cls(
+            token=settings.SLACK_BOT_TOKEN,
+            signing_secret=settings.SLACK_SIGNING_SECRET,
+            channel=settings.SLACK_CHANNEL,
+            approvers=list(settings.SLACK_APPROVERS),
+            api_url=settings.SLACK_API_URL.rstrip("/"),
+            channel_interval=settings.SLACK_CHANNEL_INTERVAL_MS / 1000,
+        )
+
+
+def mrkdwn_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def card_blocks(request: PermissionRequest, *, outcome: str = "") -> list[dict[str, Any]]:
+    """Block Kit for one ask: header line, excerpt, warning, link, then buttons or the outcome."""
+    excerpt = excerpt_for(request.tool_name, request.tool_input, limit=2500)
+    # A literal ``` inside the input would close the code block early.
+    body = mrkdwn_escape(excerpt.body).replace("```", "`\u200b``")
+    body = body if excerpt.kind == "text" else f"```{body}```"
+    where = f" in `{mrkdwn_escape(request.cwd)}`" if request.cwd else ""
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": (
+            f":lock: *{mrkdwn_escape(request.tool_name)}* · agent *{mrkdwn_escape(request.agent.name)}*{where}"
+        )}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": body}},
+    ]
+    warning = destructive_warning(request)
+    if warning:
+        blocks.append({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": f":warning: *Destructive:* {mrkdwn_escape(warning)}"}
+        ]})
+    label = "Input cut — full request in Gatehouse" if excerpt.truncated else "Open in Gatehouse"
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"<{request_url(request.pk)}|{label}>"}]})
+    if outcome:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{mrkdwn_escape(outcome)}*"}})
+        return blocks
+    blocks.append({"type": "actions", "block_id": f"gatehouse:{request.pk}", "elements": [
+        _button(request, "o", "primary"), _button(request, "s", None), _button(request, "a", None),
+        _button(request, "d", "danger"),
+    ]})
+    return blocks
+
+
+def _button(request: PermissionRequest, action: str, style: str | None) -> dict[str, Any]:
+    button: dict[str, Any] = {
+        "type": "button",
+        "action_id": f"{ACTION_PREFIX}{action}",
+        "text": {"type": "plain_text", "text": ACTIONS[action][2]},
+        "value": sign_action(SURFACE, action, request.pk),
+    }
+    if style:
+        button["style"] = style
+    return button
+
+
+def summary(request: PermissionRequest) -> str:
+    """The notification text (and the fallback for clients without blocks)."""
+    return f"Gatehouse: {request.agent.name} asks to run {request.tool_name}"
+
+
+class SlackBridge(ChatBridge):
+    name = SURFACE
+
+    def __init__(self, config: SlackConfig) -> None:
+        queue = SendQueue("slack", per_key_interval=config.channel_interval, global_rate=30.0)
+        super().__init__(channels=[config.channel], approvers=config.approvers, queue=queue)
+        self.config = config
+        self.client = WebClient(token=config.token, base_url=config.api_url + "/", timeout=15)
+        self.verifier = SignatureVerifier(config.signing_secret)
+
+    # transport (sender thread) -----------------------------------------------------------
+
+    def _call(self, method: str, **kwargs: Any) -> Any:
+        """One Web API call, with errors translated for the send queue."""
+        try:
+            return self.client.api_call(method, json=kwargs)
+        except SlackApiError as exc:
+            status = exc.response.status_code
+            if status == 429:
+                raise RetryLater(float(exc.response.headers.get("Retry-After", "1") or 1)) from exc
+            if status >= 500:
+                raise Transient(f"{method}: HTTP {status}") from exc
+            raise
+        except (URLError, OSError) as exc:
+            raise Transient(f"{method}: {exc}") from exc
+
+    def post_card(self, request: PermissionRequest, channel: str) -> tuple[str, str]:
+        response = self._call("chat.postMessage", channel=channel, text=summary(request), blocks=card_blocks(request))
+        return str(response["channel"]), str(response["ts"])
+
+    def edit_card(self, message: SurfaceMessage, request: PermissionRequest, decision: Decision) -> None:
+        outcome = outcome_text(request, decision)
+        self._call(
+            "chat.update", channel=message.channel, ts=message.message_id, text=f"{summary(request)} — {outcome}",
+            blocks=card_blocks(request, outcome=outcome),
+        )
+
+    def _ephemeral(self, channel: str, user: str, text: str) -> Job:
+        call = partial(self._call, "chat.postEphemeral", channel=channel, user=user, text=text)
+        return Job(channel, call, "ephemeral")
+
+    # inbound ---------------------------------------------------------------------------
+
+    def verify(self, body: bytes, timestamp: str | None, signature: str | None) -> bool:
+        """Signature and 5-minute window of one interaction request (constant-time compare)."""
+        try:
+            return self.verifier.is_valid(body=body, timestamp=timestamp, signature=signature)
+        except ValueError:  # a non-numeric timestamp
+            return False
+
+    def apply_interaction(self, payload: dict[str, Any], body: bytes) -> bool:
+        """Apply a verified `block_actions` payload once; False for a retry or duplicate.
+
+        - Raises `ValueError` with an actionable message when the payload is not ours.
+        """
+        press, channel = parse_press(payload)
+        # Slack retries (X-Slack-Retry-Num) resend the same payload: its trigger_id (or,
+        # failing that, the body's digest) identifies it.
+        key = str(payload.get("trigger_id") or hashlib.sha256(body).hexdigest())
+        with transaction.atomic():
+            if not services.processed_update_claim(surface=SURFACE, update_id=key):
+                return False
+            outcome = refuse(press, "forged or foreign button value") if not press.request_id else (
+                apply_press(press, self.approvers)
+            )
+        if not outcome.applied and channel:
+            self.queue.put(self._ephemeral(channel, press.external_id, outcome.text))
+        return True
+
+
+def parse_press(payload: dict[str, Any]) -> tuple[Press, str]:
+    """A `Press` (request_id empty when the value's signature is wrong) and the channel."""
+    if payload.get("type") != "block_actions":
+        raise ValueError(f"unsupported interaction type {payload.get('type')!r}; only block_actions")
+    user = payload.get("user") or {}
+    actions = payload.get("actions") or []
+    if not isinstance(user, dict) or not user.get("id") or not isinstance(actions, list) or not actions:
+        raise ValueError("block_actions payload needs user.id and one action")
+    action = actions[0] if isinstance(actions[0], dict) else {}
+    if not str(action.get("action_id", "")).startswith(ACTION_PREFIX):
+        raise ValueError(f"unknown action_id {action.get('action_id')!r}")
+    channel = payload.get("channel") or {}
+    channel_id = str(channel.get("id", "")) if isinstance(channel, dict) else ""
+    display = str(user.get("username") or user.get("name") or user["id"])
+    parsed = verify_action(SURFACE, str(action.get("value", "")))
+    if parsed is None:
+        return Press(SURFACE, str(user["id"]), display, "", "?"), channel_id
+    return Press(SURFACE, str(user["id"]), display, parsed[1], parsed[0]), channel_id
+
+
+def load_payload(form_value: str) -> dict[str, Any]:
+    payload = json.loads(form_value)
+    if not isinstance(payload, dict):
+        raise ValueError("payload must be a JSON object")
+    return payload
+
+
+_bridge: SlackBridge | None = None
+_bridge_lock = threading.Lock()
+
+
+def get_bridge() -> SlackBridge | None:
+    """The process's Slack bridge, or None when SLACK_BOT_TOKEN/CHANNEL/SIGNING_SECRET are unset."""
+    global _bridge
+    with _bridge_lock:
+        if _bridge is None:
+            config = SlackConfig.from_settings()
+            if config is not None:
+                _bridge = SlackBridge(config)
+        return _bridge
