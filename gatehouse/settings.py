@@ -95,6 +95,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Starts this process's deadline sweeper on the first request (relay/sweeper.py).
+    "relay.middleware.SweeperStartMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Daphne serves no static files itself; WhiteNoise does, in development and production.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -167,6 +169,13 @@ GATEHOUSE_MAX_WAIT = env_int("GATEHOUSE_MAX_WAIT", 600)
 GATEHOUSE_CLAIM_TTL_MS = env_int("GATEHOUSE_CLAIM_TTL_MS", 10_000)
 GATEHOUSE_SWEEP_INTERVAL = env_int("GATEHOUSE_SWEEP_INTERVAL", 5)
 GATEHOUSE_DENIAL_LIMIT = env_int("GATEHOUSE_DENIAL_LIMIT", 3)
+
+# --- Classifiers (relay/classifiers.py; docs/RELAY.md) --------------------------------------
+
+GATEHOUSE_LLM_CLASSIFIER = env_bool("GATEHOUSE_LLM_CLASSIFIER")
+GATEHOUSE_CLASSIFIER_MODEL = env_str("GATEHOUSE_CLASSIFIER_MODEL", "claude-haiku-4-5")
+ANTHROPIC_API_KEY = env_secret("ANTHROPIC_API_KEY")
+ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
 
 # --- Chat bridges: each is enabled by its token (docs/BRIDGES.md) ------------------------
 

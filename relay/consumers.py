@@ -1,11 +1,541 @@
-"""WebSocket consumers (placeholder until the relay lands)."""
+"""WebSocket consumers: agents submit calls and hear decisions; dashboards watch the queue.
 
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+Both follow the house rule for events: the channel layer is a doorbell, the database is
+the truth. A consumer subscribes to its groups first, then reads the database, and
+re-reads it whenever a doorbell rings (or on a slow timer, because the layer delivers
+at most once), so a decision is never lost between a read and a subscribe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.consumer import get_handler_name
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
+
+from approvals import events, selectors, services
+from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
+from approvals.cards import render_card
+from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState
+from relay import selectors as relay_selectors
+from relay import sweeper
+
+log = logging.getLogger(__name__)
+
+MAX_FRAME_BYTES = 64 * 1024
+# Per connection: a steady 50 frames/s with bursts of 100 is far above what an agent
+# streaming tool output needs, and far below what could starve the server.
+FRAME_RATE = 50.0
+FRAME_BURST = 100.0
+# How often a socket with requests in flight re-reads the database, in case a doorbell
+# was lost (Redis restart, a full channel).
+RECHECK_SECONDS = 5.0
+MAX_RESUME_IDS = 500
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_RATE_LIMITED = 4429
+
+# Keys an agent may send in `request`. Anything else is refused, in particular
+# `pre_tool_use_hooks`: hook verdicts come from the server's own webhooks, never from the
+# agent asking for permission (it could otherwise approve itself).
+REQUEST_STRING_KEYS = ("tool_use_id", "session_id", "cwd", "permission_mode", "context", "transcript_path", "home")
+REQUEST_KEYS = frozenset(
+    ("tool_name", "tool_input", "additional_directories", "permission_suggestions", *REQUEST_STRING_KEYS)
+)
 
 
-class AgentConsumer(AsyncJsonWebsocketConsumer):
-    pass
+def db(func: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """Run ORM work in a worker thread, closing stale connections around it.
+
+    Not thread-sensitive: a slow decision (a PreToolUse webhook) on one socket must
+    not queue every other socket of the process behind it.
+    """
+    return database_sync_to_async(func, thread_sensitive=False)
 
 
-def dashboard_application():
-    return AgentConsumer.as_asgi()
+class FrameError(Exception):
+    """A frame we refuse, with a code and a message the client can act on."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class TokenBucket:
+    rate: float = FRAME_RATE
+    burst: float = FRAME_BURST
+    tokens: float = FRAME_BURST
+    updated: float = field(default_factory=time.monotonic)
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+def parse_frame(text: str | None, binary: bytes | None) -> dict[str, Any]:
+    """Decode one client frame or raise `FrameError`."""
+    if text is None:
+        raise FrameError("invalid_frame", "send JSON text frames; binary frames are not supported")
+    if len(text.encode()) > MAX_FRAME_BYTES:
+        raise FrameError("frame_too_large", f"frames are limited to {MAX_FRAME_BYTES} bytes")
+    try:
+        frame = json.loads(text)
+    except ValueError:
+        raise FrameError("invalid_json", "the frame is not valid JSON") from None
+    if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+        raise FrameError("invalid_frame", 'a frame must be a JSON object with a string "type"')
+    return frame
+
+
+def request_id_of(frame: dict[str, Any]) -> uuid.UUID:
+    request_id = relay_selectors.parse_request_id(frame.get("id"))
+    if request_id is None:
+        raise FrameError("invalid_frame", f'"{frame["type"]}" needs "id": the request id (a UUID) from "pending"')
+    return request_id
+
+
+def decision_frame(ref: Any, request: PermissionRequest, decision: Decision) -> dict[str, Any]:
+    return {
+        "type": "decision",
+        "ref": ref,
+        "id": str(request.pk),
+        "status": request.state,
+        "decision": selectors.decision_payload(decision),
+    }
+
+
+class GatehouseConsumer(AsyncWebsocketConsumer):
+    """What both consumers share: strict frames, a rate limit, and tolerant dispatch."""
+
+    frame_handlers: dict[str, str] = {}
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # An event type this consumer has no use for (a newer server process, another
+        # surface's event) is ignored; Channels would otherwise kill the socket.
+        if getattr(self, get_handler_name(message), None) is None:
+            log.debug("%s ignores event %s", type(self).__name__, message.get("type"))
+            return
+        await super().dispatch(message)
+
+    async def send_json(self, content: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps(content, default=str))
+
+    async def send_error(self, code: str, message: str, **extra: Any) -> None:
+        await self.send_json({"type": "error", "code": code, "message": message, **extra})
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if getattr(self, "closing", False):
+            return
+        if not self.bucket.take():
+            # Close, but keep every pending request: the agent reconnects and resumes.
+            self.closing = True
+            await self.send_error("rate_limited", f"more than {FRAME_RATE:.0f} frames/s; reconnect and slow down")
+            await self.close(CLOSE_RATE_LIMITED)
+            return
+        frame: dict[str, Any] = {}
+        try:
+            frame = parse_frame(text_data, bytes_data)
+            handler = self.frame_handlers.get(frame["type"])
+            if handler is None:
+                known = ", ".join(sorted(self.frame_handlers))
+                raise FrameError("unknown_type", f"unknown frame type {frame['type']!r}; use one of {known}")
+            await getattr(self, handler)(frame)
+        except FrameError as exc:
+            await self.send_error(exc.code, exc.message, **self._ref_of(frame))
+        except Exception:
+            log.exception("%s failed on a %s frame", type(self).__name__, frame.get("type"))
+            await self.send_error("internal", "the server could not handle this frame; try again",
+                                  **self._ref_of(frame))
+
+    @staticmethod
+    def _ref_of(frame: dict[str, Any]) -> dict[str, Any]:
+        return {"ref": frame["ref"]} if isinstance(frame.get("ref"), str | int) else {}
+
+    async def group_join(self, group: str) -> None:
+        await self.channel_layer.group_add(group, self.channel_name)
+        self.joined.append(group)
+
+    async def leave_groups(self) -> None:
+        for group in getattr(self, "joined", []):
+            try:
+                await self.channel_layer.group_discard(group, self.channel_name)
+            except Exception:  # the group membership expires on its own
+                log.warning("could not leave %s", group, exc_info=True)
+
+
+# --- agents -------------------------------------------------------------------------------
+
+
+def _validated_call(request: Any) -> dict[str, Any]:
+    if not isinstance(request, dict):
+        raise FrameError("invalid_frame", '"permission_request" needs "request": an object with "tool_name"')
+    unknown = sorted(set(request) - REQUEST_KEYS)
+    if unknown:
+        raise FrameError("invalid_request", f"unknown request fields {unknown}; allowed: {sorted(REQUEST_KEYS)}")
+    if not isinstance(request.get("tool_name"), str) or not request["tool_name"].strip():
+        raise FrameError("invalid_request", '"request.tool_name" must be a non-empty string')
+    if not isinstance(request.get("tool_input", {}), dict):
+        raise FrameError("invalid_request", '"request.tool_input" must be an object')
+    for key in REQUEST_STRING_KEYS:
+        if key in request and not isinstance(request[key], str):
+            raise FrameError("invalid_request", f'"request.{key}" must be a string')
+    if request.get("permission_mode", "default") not in Mode.values:
+        raise FrameError("invalid_request", f'"request.permission_mode" must be one of {Mode.values}')
+    if request.get("context", "interactive") not in Context.values:
+        raise FrameError("invalid_request", f'"request.context" must be one of {Context.values}')
+    for key in ("additional_directories", "permission_suggestions"):
+        if not isinstance(request.get(key, []), list):
+            raise FrameError("invalid_request", f'"request.{key}" must be a list')
+    if len(request.get("tool_use_id", "")) > 200 or len(request.get("session_id", "")) > 200:
+        raise FrameError("invalid_request", '"tool_use_id" and "session_id" are limited to 200 characters')
+    return dict(request)
+
+
+@database_sync_to_async
+def _authenticate(token: str) -> tuple[Agent | None, int]:
+    principal = authenticate_token(token)
+    if isinstance(principal, AgentPrincipal):
+        return principal.agent, 0
+    if principal is not None or relay_selectors.token_is_revoked(token):
+        # A person's token, or a revoked one: we know who it is, and the answer is no.
+        return None, CLOSE_FORBIDDEN
+    return None, CLOSE_UNAUTHENTICATED
+
+
+def _finished(request_ids: list[uuid.UUID]) -> list[tuple[PermissionRequest, Decision]]:
+    requests = PermissionRequest.objects.filter(pk__in=request_ids).exclude(state=RequestState.PENDING)
+    decisions = {d.request_id: d for d in Decision.objects.filter(request_id__in=request_ids)}
+    return [(r, decisions[r.pk]) for r in requests if r.pk in decisions]
+
+
+class AgentConsumer(GatehouseConsumer):
+    """`/ws/agent/`: many requests in flight per socket, each answered exactly once."""
+
+    frame_handlers = {
+        "permission_request": "on_permission_request",
+        "cancel": "on_cancel",
+        "progress": "on_progress",
+        "tool_result": "on_tool_result",
+        "resume": "on_resume",
+    }
+
+    async def connect(self) -> None:
+        self.bucket = TokenBucket()
+        self.joined: list[str] = []
+        # request id -> the client's ref, for every request this socket still owes an answer.
+        self.refs: dict[uuid.UUID, Any] = {}
+        self.team_of: dict[uuid.UUID, int] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.closing = False
+        self.agent: Agent | None = None
+        # Accept first: a close code reaches the client only on an open socket (closing
+        # during the handshake becomes a bare HTTP 403).
+        await self.accept()
+        sweeper.ensure_started()
+        headers = dict(self.scope.get("headers", []))
+        token = bearer_token(headers.get(b"authorization", b"").decode("latin-1"))
+        agent, code = await _authenticate(token) if token else (None, CLOSE_UNAUTHENTICATED)
+        if agent is None:
+            self.closing = True
+            await self.send_error("unauthenticated" if code == CLOSE_UNAUTHENTICATED else "forbidden",
+                                  "send 'Authorization: Bearer <agent token>'" if code == CLOSE_UNAUTHENTICATED
+                                  else "this token is revoked or is not an agent's token")
+            await self.close(code)
+            return
+        self.agent = agent
+        await self.group_join(events.agent_group(agent.pk))
+        self.spawn(self.recheck_forever())
+
+    async def disconnect(self, code: int) -> None:
+        for task in list(getattr(self, "tasks", ())):
+            task.cancel()
+        await self.leave_groups()
+
+    def spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.agent is None:
+            return
+        await super().receive(text_data, bytes_data)
+
+    # -- frames in
+
+    async def on_permission_request(self, frame: dict[str, Any]) -> None:
+        ref = frame.get("ref")
+        if not isinstance(ref, str | int) or isinstance(ref, bool) or len(str(ref)) > 200:
+            raise FrameError("invalid_frame", '"permission_request" needs "ref": a string of up to 200 characters')
+        call = _validated_call(frame.get("request"))
+        # Submitting may wait on PreToolUse webhooks; do it beside the socket so other
+        # frames (cancels, progress) and decisions keep flowing meanwhile.
+        self.spawn(self.submit(ref, call))
+
+    async def submit(self, ref: Any, call: dict[str, Any]) -> None:
+        assert self.agent is not None
+        try:
+            result = await db(services.request_submit)(agent=self.agent, call=call)
+        except services.AuditUnavailable:
+            await self.send_json({"type": "decision", "ref": ref, "id": None, "status": "decided",
+                                  "decision": {"behavior": "deny", "message": services.AUDIT_UNAVAILABLE,
+                                               "updated_input": None, "reason": {"type": "other",
+                                               "detail": "audit unavailable"}, "decided_by": "gatehouse",
+                                               "surface": "engine"}})
+            return
+        except services.ServiceError as exc:
+            await self.send_error("invalid_request", str(exc), ref=ref)
+            return
+        except Exception:
+            log.exception("submit failed for agent %s", self.agent.pk)
+            await self.send_error("internal", "the server could not record this request; send it again", ref=ref)
+            return
+        request = result.request
+        self.team_of[request.pk] = request.team_id
+        if result.decision is not None:
+            await self.send_json(decision_frame(ref, request, result.decision))
+            return
+        # Register before any await: from here on the doorbell handler can deliver.
+        self.refs[request.pk] = ref
+        await self.send_json({"type": "pending", "ref": ref, "id": str(request.pk)})
+        # The decision may have committed before we registered (a very fast approver).
+        await self.deliver([request.pk])
+
+    async def on_cancel(self, frame: dict[str, Any]) -> None:
+        request_id = request_id_of(frame)
+        request = await self.own_request(request_id)
+        given = frame.get("reason")
+        reason = given if isinstance(given, str) and given else "withdrawn by the agent"
+        self.refs.setdefault(request_id, frame.get("ref"))
+        await db(services.request_cancel)(request=request, reason=reason[:200])
+        # Cancelled now or decided just before: either way the agent hears the outcome.
+        await self.deliver([request_id])
+
+    async def on_progress(self, frame: dict[str, Any]) -> None:
+        request_id = request_id_of(frame)
+        if request_id not in self.team_of:
+            await self.own_request(request_id)
+        team_id = self.team_of[request_id]
+        event = {"type": "request.progress", "request_id": str(request_id), "data": frame.get("data")}
+        for group in (events.team_group(team_id), events.ALL_TEAMS_GROUP):
+            await self.channel_layer.group_send(group, event)
+
+    async def on_tool_result(self, frame: dict[str, Any]) -> None:
+        request_id = request_id_of(frame)
+        if not isinstance(frame.get("ok"), bool):
+            raise FrameError("invalid_frame", '"tool_result" needs "ok": true or false')
+        request = await self.own_request(request_id)
+        error = frame.get("error", "")
+        if not frame["ok"] and not isinstance(error, str):
+            error = json.dumps(error, default=str)
+        await db(services.request_record_result)(request=request, ok=frame["ok"], output=frame.get("output"),
+                                                 error=error)
+        if not frame["ok"]:
+            from relay import observability
+
+            observability.record_tool_error(frame.get("error_class") or "ToolError")
+
+    async def on_resume(self, frame: dict[str, Any]) -> None:
+        """After a reconnect: re-attach the ids the client still waits for."""
+        ids = frame.get("ids")
+        if not isinstance(ids, list) or len(ids) > MAX_RESUME_IDS:
+            raise FrameError("invalid_frame", f'"resume" needs "ids": a list of up to {MAX_RESUME_IDS} request ids')
+        wanted: dict[uuid.UUID, Any] = {}
+        for item in ids:
+            raw, ref = (item.get("id"), item.get("ref")) if isinstance(item, dict) else (item, None)
+            request_id = relay_selectors.parse_request_id(raw)
+            if request_id is None:
+                await self.send_error("invalid_frame", f"{raw!r} is not a request id")
+                continue
+            wanted[request_id] = ref
+        assert self.agent is not None
+        agent_id = self.agent.pk
+        found = await db(lambda: list(PermissionRequest.objects.filter(pk__in=list(wanted), agent_id=agent_id)))()
+        known = {r.pk for r in found}
+        for request_id in wanted.keys() - known:
+            await self.send_error("not_found", f"request {request_id} does not exist or is not yours",
+                                  id=str(request_id))
+        for request in found:
+            self.team_of[request.pk] = request.team_id
+            self.refs[request.pk] = wanted[request.pk]
+            if request.state == RequestState.PENDING:
+                await self.send_json({"type": "pending", "ref": wanted[request.pk], "id": str(request.pk)})
+        await self.deliver(list(known))
+
+    async def own_request(self, request_id: uuid.UUID) -> PermissionRequest:
+        assert self.agent is not None
+        request = await db(relay_selectors.agent_request)(self.agent.pk, request_id)
+        if request is None:
+            raise FrameError("not_found", f"request {request_id} does not exist or is not yours")
+        self.team_of[request_id] = request.team_id
+        return request
+
+    # -- decisions out
+
+    async def deliver(self, request_ids: list[uuid.UUID]) -> None:
+        """Send the outcome of each finished request this socket still owes, exactly once."""
+        if not request_ids:
+            return
+        for request, decision in await db(_finished)(request_ids):
+            # Pop only after reading: two deliveries racing for one id send it once, and
+            # a read that saw "pending" never swallows the doorbell that follows it.
+            if request.pk not in self.refs:
+                continue
+            ref = self.refs.pop(request.pk)
+            await self.send_json(decision_frame(ref, request, decision))
+
+    async def recheck_forever(self) -> None:
+        while True:
+            await asyncio.sleep(RECHECK_SECONDS)
+            try:
+                await self.deliver(list(self.refs))
+            except Exception:
+                log.warning("recheck failed", exc_info=True)
+
+    async def request_finished(self, event: dict[str, Any]) -> None:
+        request_id = relay_selectors.parse_request_id(event.get("request_id"))
+        if request_id is not None and request_id in self.refs:
+            await self.deliver([request_id])
+
+    request_decided = request_finished
+    request_cancelled = request_finished
+    request_expired = request_finished
+
+
+# --- dashboards ---------------------------------------------------------------------------
+
+
+def user_group(user_id: int) -> str:
+    return f"user.{user_id}"
+
+
+def end_user_sessions(user_id: int) -> None:
+    """Close every open dashboard socket of this user (call it from the logout view)."""
+    events.send([user_group(user_id)], {"type": "session.ended"})
+
+
+async def aend_user_sessions(user_id: int) -> None:
+    """`end_user_sessions` for async callers."""
+    layer = get_channel_layer()
+    if layer is not None:
+        await layer.group_send(user_group(user_id), {"type": "session.ended"})
+
+
+def _card(request_id: Any, user: Any) -> tuple[str, str] | None:
+    request = relay_selectors.request_with_agent(request_id)
+    if request is None or not selectors.can_see(user, request.team_id):
+        return None
+    return str(request.pk), render_card(request, user)
+
+
+def _snapshot(user: Any) -> list[dict[str, str]]:
+    return [{"id": str(r.pk), "html": render_card(r, user)} for r in selectors.pending_requests(user)]
+
+
+def _visible_team(request_id: uuid.UUID, user: Any) -> int | None:
+    request = PermissionRequest.objects.filter(pk=request_id).only("team_id").first()
+    if request is None or not selectors.can_see(user, request.team_id):
+        return None
+    return request.team_id
+
+
+class DashboardConsumer(GatehouseConsumer):
+    """`/ws/dashboard/`: subscribe, get a snapshot, then live pushes of the user's teams."""
+
+    frame_handlers = {"subscribe": "on_subscribe", "open": "on_open", "close": "on_close"}
+
+    async def connect(self) -> None:
+        self.bucket = TokenBucket()
+        self.joined: list[str] = []
+        self.closing = False
+        self.subscribed = False
+        self.user = self.scope.get("user")
+        await self.accept()
+        sweeper.ensure_started()
+        if self.user is None or not self.user.is_authenticated:
+            self.closing = True
+            await self.send_error("unauthenticated", "log in at /accounts/login/ first")
+            await self.close(CLOSE_UNAUTHENTICATED)
+            return
+        await self.group_join(user_group(self.user.pk))
+
+    async def disconnect(self, code: int) -> None:
+        await self.leave_groups()
+
+    async def on_subscribe(self, frame: dict[str, Any]) -> None:
+        # Join first, snapshot second: an event between the two shows up twice at
+        # worst (the client replaces by id), never zero times.
+        if not self.subscribed:
+            team_ids = await db(selectors.team_ids_for)(self.user)
+            groups = [events.ALL_TEAMS_GROUP] if team_ids is None else [events.team_group(t) for t in team_ids]
+            for group in groups:
+                await self.group_join(group)
+            self.subscribed = True
+        requests = await db(_snapshot)(self.user)
+        await self.send_json({"type": "snapshot", "requests": requests})
+
+    async def on_open(self, frame: dict[str, Any]) -> None:
+        await self._announce_review(frame, "request.claimed")
+
+    async def on_close(self, frame: dict[str, Any]) -> None:
+        await self._announce_review(frame, "request.released")
+
+    async def _announce_review(self, frame: dict[str, Any], event_type: str) -> None:
+        request_id = request_id_of(frame)
+        team_id = await db(_visible_team)(request_id, self.user)
+        if team_id is None:
+            raise FrameError("not_found", f"request {request_id} does not exist or is not in your teams")
+        event = {"type": event_type, "request_id": str(request_id), "by": self.user.get_username(),
+                 "sender": self.channel_name}
+        for group in (events.team_group(team_id), events.ALL_TEAMS_GROUP):
+            await self.channel_layer.group_send(group, event)
+
+    # -- events
+
+    async def request_created(self, event: dict[str, Any]) -> None:
+        card = await db(_card)(event.get("request_id"), self.user)
+        if card is not None:
+            await self.send_json({"type": "request.created", "id": card[0], "html": card[1]})
+
+    async def request_finished(self, event: dict[str, Any]) -> None:
+        card = await db(_card)(event.get("request_id"), self.user)
+        if card is not None:
+            await self.send_json({"type": event["type"], "id": card[0], "html": card[1],
+                                  "behavior": event.get("behavior"), "decided_by": event.get("decided_by"),
+                                  "surface": event.get("surface")})
+
+    request_decided = request_finished
+    request_cancelled = request_finished
+    request_expired = request_finished
+
+    async def request_claimed(self, event: dict[str, Any]) -> None:
+        if event.get("sender") != self.channel_name:
+            await self.send_json({"type": event["type"], "id": event.get("request_id"), "by": event.get("by")})
+
+    request_released = request_claimed
+
+    async def request_progress(self, event: dict[str, Any]) -> None:
+        await self.send_json({"type": "request.progress", "id": event.get("request_id"), "data": event.get("data")})
+
+    async def session_ended(self, event: dict[str, Any]) -> None:
+        self.closing = True
+        await self.send_error("session_ended", "you logged out; log in again to keep watching")
+        await self.close(CLOSE_UNAUTHENTICATED)
+

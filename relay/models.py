@@ -25,6 +25,9 @@ class SurfaceMessage(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.surface}:{self.channel}/{self.message_id}"
+
 
 class ProcessedUpdate(models.Model):
     """An inbound chat update (Telegram update_id, Slack retry) applied exactly once."""
@@ -37,6 +40,9 @@ class ProcessedUpdate(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["surface", "update_id"], name="processed_update_unique"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.surface}:{self.update_id}"
 
 
 class Webhook(models.Model):

@@ -2,7 +2,11 @@
 
 from django.urls import include, path
 
-urlpatterns: list = []
+from relay import views
+
+urlpatterns: list = [
+    path("metrics", views.metrics, name="metrics"),
+]
 
 # Chat bridges: Slack interactivity and the optional Telegram webhook.
 urlpatterns += [path("", include("relay.bridges.urls"))]

@@ -1,0 +1,204 @@
+"""The race: an ask is announced on every surface at once, and the first answer wins.
+
+People's surfaces (dashboards through the channel layer, chat bridges through their own
+announcers) are told by `approvals.events`. This module adds the automated racers —
+PermissionRequest webhooks and the LLM classifier — and the one door every surface
+answers through, `answer()`, so claim → fence → audit → announce happens in one place.
+
+Coordinator context takes the queue instead of the race (Claude Code's coordinator
+handler): the automated surfaces are asked one after another, hooks first, then the
+classifier; people can answer at any time (see docs/RELAY.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import close_old_connections, connection
+
+from approvals import services
+from approvals.models import Context, Decision, PermissionRequest, RequestState
+from approvals.services import DecideResult
+
+log = logging.getLogger(__name__)
+
+
+def answer(
+    request_id: uuid.UUID | str,
+    behavior: str,
+    *,
+    surface: str,
+    user: AbstractBaseUser | None = None,
+    decided_by: str = "",
+    message: str = "",
+    remember: str = "once",
+    remember_hours: float | None = None,
+    updated_input: dict[str, Any] | None = None,
+    reason_type: str = "user",
+    reason_extra: dict[str, Any] | None = None,
+) -> DecideResult:
+    """Answer a pending request from any surface; `won` tells whether this answer counted.
+
+    - Raises `services.ServiceError` for a bad behavior/remember value and
+      `services.AuditUnavailable` when the decision could not be recorded.
+    - A loser's result carries the winner's decision (or the claim holder while the
+      winner is still committing); `loser_message(result)` says it in words.
+    """
+    result = services.request_decide(
+        request_id=request_id,
+        behavior=behavior,
+        surface=surface,
+        user=user,
+        decided_by=decided_by,
+        message=message,
+        updated_input=updated_input,
+        remember=remember,
+        remember_hours=remember_hours,
+        reason_type=reason_type,
+        reason_extra=reason_extra,
+    )
+    if not result.won and not result.holder:
+        # Lost at the fence rather than at the claim (the claim store counts those).
+        from relay import observability
+
+        observability.record_claim_conflict()
+    return result
+
+
+def loser_message(result: DecideResult) -> str:
+    """'already decided by X via Y', for whichever surface arrived second."""
+    return outcome_text(result.request, result.decision, holder=result.holder, prefix="already ")
+
+
+def outcome_text(
+    request: PermissionRequest, decision: Decision | None, *, holder: str = "", prefix: str = ""
+) -> str:
+    """How a finished request is described on every surface: 'allowed by alice via web'."""
+    if decision is None:
+        if holder:
+            return f"{prefix}being decided by {holder}"
+        return f"{prefix}{request.state}"
+    if request.state == RequestState.EXPIRED:
+        return f"{prefix}expired: nobody answered before the deadline"
+    if request.state == RequestState.CANCELLED:
+        detail = decision.reason.get("detail") if isinstance(decision.reason, dict) else ""
+        return f"{prefix}cancelled by the agent" + (f" ({detail})" if detail else "")
+    verb = {"allow": "allowed", "deny": "denied"}.get(decision.behavior, "decided")
+    if prefix:
+        return f"{prefix}decided by {decision.decided_by} via {decision.surface} ({verb})"
+    return f"{verb} by {decision.decided_by} via {decision.surface}"
+
+
+# --- automated racers -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Offer:
+    """An automated surface's answer to one request."""
+
+    behavior: str
+    decided_by: str
+    surface: str
+    message: str = ""
+    updated_input: dict[str, Any] | None = None
+    reason_type: str = "hook"
+    reason_extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Racer(Protocol):
+    """An automated surface that may answer an ask (a webhook, a classifier)."""
+
+    name: str
+
+    def offers(self, request: PermissionRequest) -> list[Offer]:
+        """Ask the surface; return its answers (empty when it abstains). Never raises."""
+        ...
+
+
+def submit_offer(request: PermissionRequest, offer: Offer) -> DecideResult | None:
+    try:
+        return answer(
+            request.pk,
+            offer.behavior,
+            surface=offer.surface,
+            decided_by=offer.decided_by,
+            message=offer.message,
+            updated_input=offer.updated_input,
+            reason_type=offer.reason_type,
+            reason_extra=offer.reason_extra,
+        )
+    except (services.ServiceError, services.AuditUnavailable):
+        log.exception("%s could not answer %s", offer.decided_by, request.pk)
+        return None
+
+
+class Race:
+    """Registered as an announcer: on each ask, start the automated racers."""
+
+    name = "race"
+
+    def __init__(self, racers: list[Racer] | None = None, *, workers: int = 8) -> None:
+        self.racers: list[Racer] = list(racers or [])
+        self._pool: ThreadPoolExecutor | None = None
+        self._workers = workers
+
+    def add(self, racer: Racer) -> None:
+        if all(existing.name != racer.name for existing in self.racers):
+            self.racers.append(racer)
+
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        # Announcers run inside `on_commit` in the committing thread: never block it.
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="race")
+        return self._pool
+
+    def request_created(self, request: PermissionRequest) -> None:
+        if not self.racers:
+            return
+        if request.context == Context.COORDINATOR:
+            self._run(self.queue, request)
+        else:
+            for racer in self.racers:
+                self._run(self.ask_one, request, racer)
+
+    def request_finished(self, request: PermissionRequest, decision: Decision) -> None:
+        return None
+
+    def _run(self, func: Callable[..., Any], *args: Any) -> None:
+        def job() -> None:
+            try:
+                func(*args)
+            except Exception:
+                log.exception("racer failed for %s", args[0].pk)
+            finally:
+                # Worker threads outlive the job; give the connection back.
+                connection.close()
+
+        self.pool.submit(job)
+
+    def ask_one(self, request: PermissionRequest, racer: Racer) -> bool:
+        """Ask one racer; True when the request is finished afterwards (by anyone)."""
+        close_old_connections()
+        if not PermissionRequest.objects.filter(pk=request.pk, state=RequestState.PENDING).exists():
+            return True
+        for offer in racer.offers(request):
+            result = submit_offer(request, offer)
+            if result is not None:
+                return True
+        return False
+
+    def queue(self, request: PermissionRequest) -> None:
+        """Coordinator context: hooks, then classifier, one after another; people last."""
+        for racer in sorted(self.racers, key=lambda r: 0 if r.name.startswith("webhook") else 1):
+            if self.ask_one(request, racer):
+                return
+
+
+race = Race()

@@ -1,0 +1,39 @@
+"""The relay's reads that `approvals.selectors` has no reason to know about."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from approvals import services
+from approvals.models import Agent, PermissionRequest, PersonalToken
+
+
+def token_is_revoked(token: str) -> bool:
+    """True when the token belongs to a revoked agent or personal token (not merely unknown)."""
+    digest = services.token_hash(token)
+    return (
+        Agent.objects.filter(token_hash=digest, revoked_at__isnull=False).exists()
+        or PersonalToken.objects.filter(token_hash=digest, revoked_at__isnull=False).exists()
+    )
+
+
+def parse_request_id(value: Any) -> uuid.UUID | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
+
+
+def agent_request(agent_id: int, request_id: uuid.UUID) -> PermissionRequest | None:
+    """The agent's own request, or None (another agent's request is 'not found' too)."""
+    return PermissionRequest.objects.select_related("agent", "team").filter(pk=request_id, agent_id=agent_id).first()
+
+
+def request_with_agent(request_id: Any) -> PermissionRequest | None:
+    request_uuid = request_id if isinstance(request_id, uuid.UUID) else parse_request_id(request_id)
+    if request_uuid is None:
+        return None
+    return PermissionRequest.objects.select_related("agent", "team").filter(pk=request_uuid).first()

@@ -1,0 +1,64 @@
+"""Deadlines: expire overdue pending requests, reading the database, in any process.
+
+The deadline lives on the row (`deadline_at`), not in the memory of the process that
+created the request, so a request still expires after that process died. Each server
+process runs a sweeper task (started lazily on its first WebSocket or HTTP request),
+and `manage.py run_sweeper` runs one on its own; several sweeping at once are safe
+because `request_expire` goes through the same fenced update as every decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from approvals import selectors, services
+
+log = logging.getLogger(__name__)
+
+_task: asyncio.Task[None] | None = None
+
+
+def sweep_once(limit: int = 100) -> int:
+    """Expire overdue pending requests; return how many this call expired."""
+    expired = 0
+    for request in selectors.overdue_requests(limit):
+        try:
+            if services.request_expire(request=request).won:
+                expired += 1
+        except services.AuditUnavailable:
+            # Left pending; the next sweep tries again (the agent is still waiting).
+            log.error("could not record the expiry of %s; retrying next sweep", request.pk)
+    if expired:
+        log.info("sweeper expired %d overdue request(s)", expired)
+    return expired
+
+
+async def sweep_forever(interval: float | None = None) -> None:
+    interval = interval or settings.GATEHOUSE_SWEEP_INTERVAL
+    sweep = database_sync_to_async(sweep_once, thread_sensitive=False)
+    while True:
+        try:
+            # Keep sweeping while a backlog remains, then rest.
+            while await sweep() >= 100:
+                pass
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a database blip must not end deadlines for this process
+            log.exception("sweep failed; retrying in %ss", interval)
+        await asyncio.sleep(interval)
+
+
+def ensure_started() -> None:
+    """Start this process's sweeper on the running event loop, once."""
+    global _task
+    if _task is not None and not _task.done():
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    _task = loop.create_task(sweep_forever())

@@ -1,0 +1,218 @@
+"""Outbound PreToolUse and PermissionRequest webhooks, HMAC-signed.
+
+Each webhook receives the JSON Claude Code would give a hook command on stdin and
+answers with what such a command would print, so an existing hook script can sit
+behind a tiny HTTP wrapper unchanged.
+
+Signature: `X-Gatehouse-Timestamp: <unix seconds>` and
+`X-Gatehouse-Signature: sha256=<hex HMAC-SHA256(secret, "<timestamp>." + body)>`.
+The receiver recomputes it over the raw body and rejects stale timestamps (replays).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+from django.db import connection
+
+from approvals.models import PermissionRequest
+from relay.models import Webhook
+from relay.race import Offer
+
+log = logging.getLogger(__name__)
+
+SIGNATURE_HEADER = "X-Gatehouse-Signature"
+TIMESTAMP_HEADER = "X-Gatehouse-Timestamp"
+
+
+class WebhookError(Exception):
+    """The webhook did not give a usable answer (network, status, or body)."""
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return f"sha256={digest}"
+
+
+def verify_signature(secret: str, timestamp: str, body: bytes, header: str, *, max_age: float = 300) -> bool:
+    """What a receiver does; used by our tests and documented for webhook authors."""
+    try:
+        fresh = abs(time.time() - float(timestamp)) <= max_age
+    except ValueError:
+        return False
+    return fresh and hmac.compare_digest(signature(secret, timestamp, body), header)
+
+
+def post(webhook: Webhook, payload: dict[str, Any]) -> dict[str, Any]:
+    """POST the hook JSON; return the parsed answer ({} for an empty body)."""
+    body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+    timestamp = str(int(time.time()))
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "Gatehouse-Webhook/1",
+        TIMESTAMP_HEADER: timestamp,
+        SIGNATURE_HEADER: signature(webhook.secret, timestamp, body),
+    }
+    try:
+        response = httpx.post(webhook.url, content=body, headers=headers, timeout=webhook.timeout_ms / 1000)
+    except httpx.HTTPError as exc:
+        raise WebhookError(f"{type(exc).__name__}: {exc}") from exc
+    if response.status_code >= 300:
+        raise WebhookError(f"HTTP {response.status_code}")
+    if not response.content.strip():
+        return {}
+    try:
+        answer = response.json()
+    except ValueError:
+        raise WebhookError("the answer is not JSON") from None
+    if not isinstance(answer, dict):
+        raise WebhookError("the answer is not a JSON object")
+    return answer
+
+
+def _hook_input(event: str, call: dict[str, Any]) -> dict[str, Any]:
+    payload = {
+        "session_id": call.get("session_id", ""),
+        "transcript_path": call.get("transcript_path", ""),
+        "cwd": call.get("cwd", ""),
+        "permission_mode": call.get("mode") or call.get("permission_mode") or "default",
+        "hook_event_name": event,
+        "tool_name": call.get("tool_name", ""),
+        "tool_input": call.get("tool_input", {}),
+    }
+    if event == Webhook.Event.PRE_TOOL_USE:
+        payload["tool_use_id"] = call.get("tool_use_id", "")
+    else:
+        payload["permission_suggestions"] = call.get("permission_suggestions", [])
+    return payload
+
+
+def _enabled(team_id: int, event: str) -> list[Webhook]:
+    return list(Webhook.objects.filter(team_id=team_id, event=event, enabled=True).order_by("id"))
+
+
+def _call_all(hooks: list[Webhook], payload: dict[str, Any]) -> list[tuple[Webhook, dict[str, Any] | WebhookError]]:
+    """Call every hook at once; each keeps its own timeout."""
+
+    def one(hook: Webhook) -> dict[str, Any] | WebhookError:
+        try:
+            return post(hook, payload)
+        except WebhookError as exc:
+            log.warning("webhook %s (%s) failed: %s", hook.name, hook.url, exc)
+            return exc
+
+    if len(hooks) == 1:
+        return [(hooks[0], one(hooks[0]))]
+    with ThreadPoolExecutor(max_workers=min(len(hooks), 8)) as pool:
+        return list(zip(hooks, pool.map(one, hooks), strict=True))
+
+
+def _failure_text(hook: Webhook, error: WebhookError) -> str:
+    return f"webhook {hook.name} failed ({error}) and is set to deny on error"
+
+
+# --- PreToolUse: a pre-decision provider ------------------------------------------------------
+
+
+def pre_tool_use_outputs(call: dict[str, Any], team_id: int) -> list[dict[str, Any]]:
+    """Hook outputs in Claude Code's shape, named after their webhook, for the engine."""
+    outputs: list[dict[str, Any]] = []
+    for hook, answer in _call_all(_enabled(team_id, Webhook.Event.PRE_TOOL_USE), _hook_input("PreToolUse", call)):
+        name = f"webhook {hook.name}"
+        if isinstance(answer, WebhookError):
+            if hook.on_error == Webhook.OnError.DENY:
+                outputs.append({"hook": name, "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse", "permissionDecision": "deny",
+                    "permissionDecisionReason": _failure_text(hook, answer)}})
+            continue
+        inner = answer.get("hookSpecificOutput", answer)
+        if isinstance(inner, dict) and inner:
+            outputs.append({"hook": name, "hookSpecificOutput": inner})
+    return outputs
+
+
+def permission_request_outputs(call: dict[str, Any], team_id: int) -> list[dict[str, Any]]:
+    """PermissionRequest answers for headless calls, which the engine resolves itself."""
+    outputs: list[dict[str, Any]] = []
+    payload = _hook_input("PermissionRequest", call)
+    for hook, answer in _call_all(_enabled(team_id, Webhook.Event.PERMISSION_REQUEST), payload):
+        name = f"webhook {hook.name}"
+        if isinstance(answer, WebhookError):
+            if hook.on_error == Webhook.OnError.DENY:
+                outputs.append({"hook": name, "decision": {"behavior": "deny",
+                                                           "message": _failure_text(hook, answer)}})
+            continue
+        inner = answer.get("hookSpecificOutput", answer)
+        if isinstance(inner, dict) and inner:
+            outputs.append({"hook": name, **inner})
+    return outputs
+
+
+def pre_decision(call: dict[str, Any], *, team_id: int) -> dict[str, Any]:
+    """The `PreDecisionProvider`: run by `services` in parallel with the classifier."""
+    try:
+        contribution: dict[str, Any] = {"pre_tool_use_hooks": pre_tool_use_outputs(call, team_id)}
+        if call.get("context") == "headless":
+            contribution["permission_request_hooks"] = permission_request_outputs(call, team_id)
+        return contribution
+    finally:
+        # services runs providers in short-lived threads; don't leave their connections open.
+        connection.close()
+
+
+# --- PermissionRequest: a racer ---------------------------------------------------------------
+
+
+def _decision_of(answer: dict[str, Any]) -> dict[str, Any] | None:
+    inner = answer.get("hookSpecificOutput", answer)
+    if not isinstance(inner, dict):
+        return None
+    decision = inner.get("decision", inner)
+    if isinstance(decision, dict) and decision.get("behavior") in ("allow", "deny"):
+        return decision
+    return None
+
+
+class PermissionRequestWebhooks:
+    """Async PermissionRequest webhooks racing the people for an ask."""
+
+    name = "webhooks"
+
+    def offers(self, request: PermissionRequest) -> list[Offer]:
+        call = {
+            "session_id": request.session_id,
+            "transcript_path": request.transcript_path,
+            "cwd": request.cwd,
+            "permission_mode": request.permission_mode,
+            "tool_name": request.tool_name,
+            "tool_input": request.tool_input,
+            "permission_suggestions": request.permission_suggestions,
+        }
+        hooks = _enabled(request.team_id, Webhook.Event.PERMISSION_REQUEST)
+        if not hooks:
+            return []
+        offers: list[Offer] = []
+        for hook, answer in _call_all(hooks, _hook_input("PermissionRequest", call)):
+            extra = {"hook": f"webhook {hook.name}", "event": "PermissionRequest"}
+            if isinstance(answer, WebhookError):
+                if hook.on_error == Webhook.OnError.DENY:
+                    offers.append(Offer("deny", f"webhook {hook.name}", "webhook", _failure_text(hook, answer),
+                                        reason_extra=extra))
+                continue
+            decision = _decision_of(answer)
+            if decision is None:
+                continue
+            updated = decision.get("updatedInput")
+            message = decision.get("message")
+            offers.append(Offer(decision["behavior"], f"webhook {hook.name}", "webhook",
+                                message if isinstance(message, str) else "",
+                                updated if isinstance(updated, dict) else None, reason_extra=extra))
+        # A deny from any hook beats an allow from another, as in Claude Code.
+        return sorted(offers, key=lambda offer: offer.behavior != "deny")
