@@ -70,7 +70,7 @@ def verify_chain(batch_size: int = 2000) -> Iterator[ChainBreak]:
     rows = Decision.objects.order_by("id").iterator(chunk_size=batch_size)
     for decision in rows:
         if decision.prev_hash != expected_prev:
-            yield ChainBreak(decision.pk, "prev_hash does not match the previous row's hash (row removed or re-ordered)")
+            yield ChainBreak(decision.pk, "prev_hash does not match the previous row's hash (removed or re-ordered)")
         if row_hash(decision, decision.prev_hash) != decision.hash:
             yield ChainBreak(decision.pk, "hash does not match the row's content (row edited)")
         expected_prev = decision.hash

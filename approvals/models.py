@@ -90,6 +90,9 @@ class PersonalToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    def __str__(self) -> str:
+        return f"{self.token_prefix}… ({self.user})"
+
 
 class RequestState(models.TextChoices):
     PENDING = "pending", "pending"
@@ -152,7 +155,7 @@ class DecisionQuerySet(models.QuerySet["Decision"]):
     def update(self, **kwargs: Any) -> NoReturn:
         raise AuditTamperError("The audit log is append-only: decisions cannot be updated.")
 
-    def delete(self) -> NoReturn:  # type: ignore[override]
+    def delete(self) -> NoReturn:
         raise AuditTamperError("The audit log is append-only: decisions cannot be deleted.")
 
 
@@ -271,6 +274,9 @@ class SessionDenials(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["agent", "session_id"], name="denials_unique_agent_session"),
         ]
+
+    def __str__(self) -> str:
+        return f"denials of {self.agent_id} in {self.session_id}"
 
 
 class ChatIdentity(models.Model):

@@ -6,11 +6,12 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
 
+import policy
 from approvals.models import (
     Agent,
     ChatIdentity,
@@ -37,7 +38,7 @@ def personal_token_by_hash(digest: str) -> PersonalToken | None:
     return PersonalToken.objects.select_related("user").filter(token_hash=digest, revoked_at__isnull=True).first()
 
 
-def team_ids_for(user: AbstractBaseUser | AnonymousUser, *, role: str | None = None) -> list[int] | None:
+def team_ids_for(user: User | AnonymousUser, *, role: str | None = None) -> list[int] | None:
     """The teams a person may see (or decide in, with role=approver); None means all."""
     if not user.is_authenticated or not user.is_active:
         return []
@@ -49,17 +50,17 @@ def team_ids_for(user: AbstractBaseUser | AnonymousUser, *, role: str | None = N
     return list(memberships.values_list("team_id", flat=True))
 
 
-def can_decide(user: AbstractBaseUser | AnonymousUser, request: PermissionRequest) -> bool:
+def can_decide(user: User | AnonymousUser, request: PermissionRequest) -> bool:
     teams = team_ids_for(user, role=Role.APPROVER)
     return teams is None or request.team_id in teams
 
 
-def can_see(user: AbstractBaseUser | AnonymousUser, team_id: int) -> bool:
+def can_see(user: User | AnonymousUser, team_id: int) -> bool:
     teams = team_ids_for(user)
     return teams is None or team_id in teams
 
 
-def is_approver_anywhere(user: AbstractBaseUser | AnonymousUser) -> bool:
+def is_approver_anywhere(user: User | AnonymousUser) -> bool:
     teams = team_ids_for(user, role=Role.APPROVER)
     return teams is None or bool(teams)
 
@@ -95,14 +96,32 @@ def decision_for(request: PermissionRequest) -> Decision | None:
     return Decision.objects.filter(request_id=request.pk).first()
 
 
-def requests_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[PermissionRequest]:
+def requests_visible_to(user: User | AnonymousUser) -> QuerySet[PermissionRequest]:
     teams = team_ids_for(user)
     queryset = PermissionRequest.objects.select_related("agent", "team", "decision")
     return queryset if teams is None else queryset.filter(team_id__in=teams)
 
 
-def pending_requests(user: AbstractBaseUser | AnonymousUser) -> QuerySet[PermissionRequest]:
+def pending_requests(user: User | AnonymousUser) -> QuerySet[PermissionRequest]:
     return requests_visible_to(user).filter(state=RequestState.PENDING).order_by("created_at")
+
+
+def requests_filtered(
+    user: User | AnonymousUser,
+    *,
+    state: str | None = None,
+    agent: str | None = None,
+    session: str | None = None,
+) -> QuerySet[PermissionRequest]:
+    """The API's request list: visible to `user`, filtered, newest first."""
+    rows = requests_visible_to(user)
+    if state:
+        rows = rows.filter(state=state)
+    if agent:
+        rows = rows.filter(agent__name=agent)
+    if session:
+        rows = rows.filter(session_id=session)
+    return rows.order_by("-created_at", "-pk")
 
 
 def pending_for_agent(agent: Agent) -> QuerySet[PermissionRequest]:
@@ -120,17 +139,26 @@ def overdue_requests(limit: int = 100) -> QuerySet[PermissionRequest]:
 
 def rules_applying_to(*, agent: Agent, session_id: str, cwd: str) -> list[Rule]:
     """The team's rules whose scope covers this agent, project and session, unexpired."""
+    return team_rules_applying(team_id=agent.team_id, agent=agent, session_id=session_id, cwd=cwd)
+
+
+def team_rules_applying(*, team_id: int, agent: Agent | None, session_id: str, cwd: str) -> list[Rule]:
+    """`rules_applying_to` for a team; with no agent, agent-scoped rules are left out."""
     now = timezone.now()
-    scoped = (
-        Q(scope=RuleScope.GLOBAL)
-        | Q(scope=RuleScope.AGENT, agent=agent)
-        | Q(scope=RuleScope.SESSION, session_id=session_id, agent__isnull=True)
-        | Q(scope=RuleScope.SESSION, session_id=session_id, agent=agent)
-    )
-    rules = Rule.objects.filter(team_id=agent.team_id).filter(scoped)
-    rules = rules.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-    project = [r for r in Rule.objects.filter(team_id=agent.team_id, scope=RuleScope.PROJECT) if _within(cwd, r.project_path)]
-    return list(rules.order_by("id")) + [r for r in project if r.expires_at is None or r.expires_at > now]
+    scoped = Q(scope=RuleScope.GLOBAL) | Q(scope=RuleScope.SESSION, session_id=session_id, agent__isnull=True)
+    if agent is not None:
+        scoped |= Q(scope=RuleScope.AGENT, agent=agent) | Q(scope=RuleScope.SESSION, session_id=session_id, agent=agent)
+    if not session_id:
+        # A session rule always names its session; an unnamed session matches none.
+        scoped &= ~Q(scope=RuleScope.SESSION)
+    unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+    rules = Rule.objects.filter(team_id=team_id).filter(scoped).filter(unexpired)
+    project = Rule.objects.filter(team_id=team_id, scope=RuleScope.PROJECT).filter(unexpired)
+    if agent is not None:
+        project = project.filter(Q(agent__isnull=True) | Q(agent=agent))
+    else:
+        project = project.filter(agent__isnull=True)
+    return list(rules.order_by("id")) + [r for r in project.order_by("id") if _within(cwd, r.project_path)]
 
 
 def _within(cwd: str, project_path: str) -> bool:
@@ -138,13 +166,25 @@ def _within(cwd: str, project_path: str) -> bool:
     return bool(root) and (cwd == root or cwd.startswith(root + "/"))
 
 
-def rules_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Rule]:
+def rules_visible_to(user: User | AnonymousUser) -> QuerySet[Rule]:
     teams = team_ids_for(user)
     queryset = Rule.objects.select_related("created_by", "agent", "team")
     return queryset if teams is None else queryset.filter(team_id__in=teams)
 
 
-def teams_for(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Team]:
+def rule_get(rule_id: int) -> Rule | None:
+    return Rule.objects.select_related("created_by", "agent", "team").filter(pk=rule_id).first()
+
+
+def agent_in_team(*, team_id: int, name: str) -> Agent | None:
+    return Agent.objects.filter(team_id=team_id, name=name).first()
+
+
+def team_by_name(name: str) -> Team | None:
+    return Team.objects.filter(name=name).first()
+
+
+def teams_for(user: User | AnonymousUser) -> QuerySet[Team]:
     teams = team_ids_for(user)
     return Team.objects.all() if teams is None else Team.objects.filter(pk__in=teams)
 
@@ -189,7 +229,7 @@ def request_payload(request: PermissionRequest, decision: Decision | None = None
     }
 
 
-def audit_rows(filters: dict[str, Any], user: AbstractBaseUser | AnonymousUser) -> QuerySet[Decision]:
+def audit_rows(filters: dict[str, Any], user: User | AnonymousUser) -> QuerySet[Decision]:
     """The audit log filtered as the API and the audit page allow, newest first."""
     teams = team_ids_for(user)
     rows = Decision.objects.select_related("agent", "request", "decided_by_user")
@@ -217,24 +257,24 @@ def audit_rows(filters: dict[str, Any], user: AbstractBaseUser | AnonymousUser) 
 # --- dashboard pages (appended by the dashboard) -----------------------------------------
 
 
-def agents_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Agent]:
+def agents_visible_to(user: User | AnonymousUser) -> QuerySet[Agent]:
     teams = team_ids_for(user)
     agents = Agent.objects.select_related("team", "owner").order_by("revoked_at", "name")
     return agents if teams is None else agents.filter(team_id__in=teams)
 
 
-def teams_deciding(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Team]:
+def teams_deciding(user: User | AnonymousUser) -> QuerySet[Team]:
     """The teams in which a person may decide, write rules and register agents."""
     teams = team_ids_for(user, role=Role.APPROVER)
     return Team.objects.all() if teams is None else Team.objects.filter(pk__in=teams)
 
 
-def can_manage_team(user: AbstractBaseUser | AnonymousUser, team_id: int) -> bool:
+def can_manage_team(user: User | AnonymousUser, team_id: int) -> bool:
     teams = team_ids_for(user, role=Role.APPROVER)
     return teams is None or team_id in teams
 
 
-def audit_row_get(decision_id: int, user: AbstractBaseUser | AnonymousUser) -> Decision | None:
+def audit_row_get(decision_id: int, user: User | AnonymousUser) -> Decision | None:
     teams = team_ids_for(user)
     rows = Decision.objects.select_related("agent", "request", "team", "decided_by_user").filter(pk=decision_id)
     return (rows if teams is None else rows.filter(team_id__in=teams)).first()
@@ -248,7 +288,7 @@ def audit_neighbour_hash_ok(decision: Decision) -> bool:
     return decision.prev_hash == (previous or GENESIS_HASH)
 
 
-def recently_finished(user: AbstractBaseUser | AnonymousUser, limit: int = 10) -> QuerySet[PermissionRequest]:
+def recently_finished(user: User | AnonymousUser, limit: int = 10) -> QuerySet[PermissionRequest]:
     return requests_visible_to(user).exclude(state=RequestState.PENDING).order_by("-decided_at")[:limit]
 
 
@@ -259,14 +299,14 @@ def chat_identities_for(user: Any) -> QuerySet[ChatIdentity]:
 # --- the denials monitor: every number is a database aggregate --------------------------
 
 
-def _team_decisions(user: AbstractBaseUser | AnonymousUser, since: datetime) -> QuerySet[Decision]:
+def _team_decisions(user: User | AnonymousUser, since: datetime) -> QuerySet[Decision]:
     teams = team_ids_for(user)
     rows = Decision.objects.filter(created_at__gte=since)
     return rows if teams is None else rows.filter(team_id__in=teams)
 
 
 def denials_over_time(
-    user: AbstractBaseUser | AnonymousUser, since: datetime, *, hourly: bool = False
+    user: User | AnonymousUser, since: datetime, *, hourly: bool = False
 ) -> list[tuple[datetime, int]]:
     """Denials per day (or hour) since `since`, oldest first."""
     bucket = TruncHour("created_at") if hourly else TruncDay("created_at")
@@ -285,7 +325,7 @@ DENIAL_DIMENSIONS = {"tool": "tool_name", "agent": "agent__name", "rule": "rule"
 
 
 def denials_by(
-    user: AbstractBaseUser | AnonymousUser, since: datetime, dimension: str, limit: int = 8
+    user: User | AnonymousUser, since: datetime, dimension: str, limit: int = 8
 ) -> list[tuple[str, int]]:
     """The top denied tools / agents / rules / deciders since `since`."""
     field = DENIAL_DIMENSIONS[dimension]
@@ -296,7 +336,7 @@ def denials_by(
     return [(str(row[field]), row["n"]) for row in grouped]
 
 
-def human_decision_stats(user: AbstractBaseUser | AnonymousUser, since: datetime) -> dict[str, Any]:
+def human_decision_stats(user: User | AnonymousUser, since: datetime) -> dict[str, Any]:
     """How long people took to answer (median, p90) and how many asks timed out."""
     asked = _team_decisions(user, since).filter(reason_type__in=["user", "timeout"])
     counts = asked.aggregate(
@@ -322,7 +362,7 @@ def _percentile(ordered: QuerySet[Decision, float], count: int, fraction: float)
 
 
 def sessions_in_denial_loops(
-    user: AbstractBaseUser | AnonymousUser, since: datetime, *, limit: int = 20
+    user: User | AnonymousUser, since: datetime, *, limit: int = 20
 ) -> list[dict[str, Any]]:
     """Sessions whose engine denial counter reached the limit, newest first."""
     teams = team_ids_for(user)
@@ -395,3 +435,42 @@ def rules_lint(rules: list[Rule]) -> list[Any]:
     except ImportError:
         return []
     return list(lint_rules(_rule_items(rules)))
+
+
+# --- explain ----------------------------------------------------------------------------
+
+
+def explain_call(
+    *, team_id: int, agent: Agent | None, doc: dict[str, Any], extra_rules: list[dict[str, Any]]
+) -> tuple[Any, list[Rule]]:
+    """Run the engine as a dry run with the team's rules (plus `extra_rules`); writes nothing."""
+    rules = team_rules_applying(
+        team_id=team_id, agent=agent, session_id=str(doc.get("session_id", "")), cwd=str(doc.get("cwd", ""))
+    )
+    items = [
+        {"rule": r.rule, "behavior": r.behavior, "source": r.source,
+         **({"expires_at": r.expires_at.isoformat()} if r.expires_at else {})}
+        for r in rules
+    ]
+    compiled = policy.compile_rules(items + extra_rules)
+    return policy.decide(doc, rules=compiled), rules
+
+
+def rules_filtered(
+    user: User | AnonymousUser,
+    *,
+    source: str | None = None,
+    behavior: str | None = None,
+    scope: str | None = None,
+    team: str | None = None,
+) -> QuerySet[Rule]:
+    rules = rules_visible_to(user)
+    for lookup, value in (("source", source), ("behavior", behavior), ("scope", scope), ("team__name", team)):
+        if value:
+            rules = rules.filter(**{lookup: value})
+    return rules.order_by("id")
+
+
+def is_approver_of(user: User | AnonymousUser, team_id: int) -> bool:
+    teams = team_ids_for(user, role=Role.APPROVER)
+    return teams is None or team_id in teams

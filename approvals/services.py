@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -94,7 +94,7 @@ def default_team() -> Team:
 
 
 def agent_create(
-    *, name: str, team: Team | None = None, owner: AbstractBaseUser | None = None, mode: str = "default"
+    *, name: str, team: Team | None = None, owner: User | None = None, mode: str = "default"
 ) -> tuple[Agent, str]:
     """Register an agent; return it and its token (shown once, stored hashed)."""
     if mode not in Mode.values:
@@ -121,13 +121,13 @@ def agent_touch(*, agent: Agent) -> None:
         agent.last_seen_at = now
 
 
-def personal_token_create(*, user: AbstractBaseUser) -> str:
+def personal_token_create(*, user: User) -> str:
     token = _new_token("ghp")
     PersonalToken.objects.create(user=user, token_hash=token_hash(token), token_prefix=token[:8])
     return token
 
 
-def membership_set(*, user: AbstractBaseUser, team: Team, role: str) -> Membership:
+def membership_set(*, user: User, team: Team, role: str) -> Membership:
     if role not in Role.values:
         raise ServiceError(f"unknown role {role!r}; use approver or viewer")
     membership, _ = Membership.objects.update_or_create(user=user, team=team, defaults={"role": role})
@@ -160,7 +160,7 @@ def rule_create(
     session_id: str = "",
     expires_at: datetime | None = None,
     ask_timeout: int | None = None,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
     note: str = "",
 ) -> Rule:
     text = _validated_rule(rule, behavior, source)
@@ -255,8 +255,14 @@ def _run_pre_decision(doc: dict[str, Any], team_id: int) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     with ThreadPoolExecutor(max_workers=len(providers)) as pool:
         futures = [pool.submit(provider, dict(doc), team_id=team_id) for provider in providers]
-        for future in futures:
-            contribution = future.result()
+        for provider, future in zip(providers, futures, strict=True):
+            try:
+                contribution = dict(future.result())
+            except Exception:
+                # Like a Claude Code hook that crashes: no decision from it. The engine's
+                # deny and ask rules still apply, so nothing is allowed that would not be.
+                log.exception("pre-decision provider %r failed; deciding without it", provider)
+                continue
             hooks = contribution.pop("pre_tool_use_hooks", [])
             merged.setdefault("pre_tool_use_hooks", list(doc["pre_tool_use_hooks"])).extend(hooks)
             merged.update(contribution)
@@ -380,7 +386,7 @@ def _append_decision(
     decided_by: str,
     surface: str,
     updated_input: dict[str, Any] | None = None,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     latency_ms: float | None = None,
 ) -> Decision:
     """Write the audit row at the head of the hash chain. Call inside `transaction.atomic()`."""
@@ -428,7 +434,7 @@ def request_decide(
     request_id: uuid.UUID | str,
     behavior: str,
     surface: str,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     decided_by: str = "",
     message: str = "",
     updated_input: dict[str, Any] | None = None,
@@ -477,7 +483,7 @@ def _decide_fenced(
     *,
     behavior: str,
     surface: str,
-    user: AbstractBaseUser | None,
+    user: User | None,
     decided_by: str,
     message: str,
     updated_input: dict[str, Any] | None,
@@ -522,7 +528,7 @@ def _fence(request_id: uuid.UUID | str, new_state: str) -> PermissionRequest | N
     return PermissionRequest.objects.select_related("agent").get(pk=request_id)
 
 
-def _remember(request: PermissionRequest, remember: str, hours: float | None, user: AbstractBaseUser | None) -> str:
+def _remember(request: PermissionRequest, remember: str, hours: float | None, user: User | None) -> str:
     suggestions = request.evaluation.get("suggested_rules") or [request.tool_name]
     text = suggestions[0]
     expires = timezone.now() + timedelta(hours=hours) if hours else None

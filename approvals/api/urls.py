@@ -2,8 +2,49 @@
 
 from django.urls import path
 
+from approvals.api import audit, requests, rules, schema  # noqa: F401  (schema registers the auth scheme)
 from approvals.api.health import HealthCheckApi
+from approvals.api.longpoll import api_route
 
-urlpatterns: list = [
+urlpatterns = [
     path("health", HealthCheckApi.as_view(), name="api-health"),
+    path(
+        "permission-requests",
+        api_route(
+            {"get": requests.PermissionRequestListApi, "post": requests.PermissionRequestSubmitApi},
+            requests.PermissionRequestCollectionApi,
+        ),
+        name="api-permission-requests",
+    ),
+    path(
+        "permission-requests/<uuid:request_id>",
+        api_route({"get": requests.PermissionRequestDetailApi}),
+        name="api-permission-request",
+    ),
+    path(
+        "permission-requests/<uuid:request_id>/cancel",
+        requests.PermissionRequestCancelApi.as_view(),
+        name="api-permission-request-cancel",
+    ),
+    path(
+        "permission-requests/<uuid:request_id>/decision",
+        requests.PermissionRequestDecideApi.as_view(),
+        name="api-permission-request-decision",
+    ),
+    path("audit", audit.AuditListApi.as_view(), name="api-audit"),
+    path(
+        "rules",
+        api_route({"get": rules.RuleListApi, "post": rules.RuleCreateApi}, rules.RuleCollectionApi),
+        name="api-rules",
+    ),
+    path("rules/explain", rules.RuleExplainApi.as_view(), name="api-rules-explain"),
+    path(
+        "rules/<int:rule_id>",
+        api_route(
+            {"get": rules.RuleDetailApi, "patch": rules.RuleUpdateApi, "put": rules.RuleUpdateApi,
+             "delete": rules.RuleDeleteApi},
+            rules.RuleItemApi,
+        ),
+        name="api-rule",
+    ),
 ]

@@ -1,0 +1,97 @@
+"""What every API view shares: who is calling, strict input, the `wait` parameter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.conf import settings
+from rest_framework import permissions, serializers
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BaseRenderer
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from approvals.api.parsers import LimitedJSONParser
+from approvals.auth import AgentPrincipal
+
+
+class IsAgent(permissions.BasePermission):
+    message = "Only agents can do this: authenticate with an agent token (manage.py createagent NAME)."
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        return isinstance(request.user, AgentPrincipal)
+
+
+class IsPerson(permissions.BasePermission):
+    message = "Only people can do this: log in, or use a personal token (manage.py createtoken USER)."
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        user = request.user
+        return bool(user.is_authenticated) and not isinstance(user, AgentPrincipal)
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, so a typo is an error and not a silent default."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {key: [f"unknown field; allowed fields are {', '.join(sorted(self.fields))}"] for key in unknown}
+                )
+        return super().to_internal_value(data)
+
+
+class WaitQuerySerializer(serializers.Serializer):
+    wait = serializers.FloatField(
+        required=False, default=0, min_value=0, help_text="Seconds to wait for a decision (capped by the server)."
+    )
+
+    class Meta:
+        ref_name = "WaitQuery"
+
+
+def wait_seconds(request: Request) -> float:
+    """The `?wait=` parameter, validated and capped at GATEHOUSE_MAX_WAIT."""
+    query = WaitQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    return float(min(query.validated_data["wait"], settings.GATEHOUSE_MAX_WAIT))
+
+
+def surface_of(request: Request) -> str:
+    """`web` for a browser's session POST, `api` for a token."""
+    return "web" if isinstance(request.successful_authenticator, SessionAuthentication) else "api"
+
+
+def without_nul(value: Any, where: str = "tool_input") -> None:
+    """Reject NUL characters: PostgreSQL cannot store them in JSON or text columns."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise serializers.ValidationError(f"{where} contains a NUL character, which cannot be stored")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            without_nul(key, where)
+            without_nul(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            without_nul(item, f"{where}[{index}]")
+
+
+class JsonNegotiation(DefaultContentNegotiation):
+    """Always JSON: `?format=` is the audit export's parameter, not DRF's renderer switch."""
+
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
+
+
+class ApiView(APIView):
+    """An APIView with the API's size-limited JSON parser and JSON-only responses."""
+
+    parser_classes = [LimitedJSONParser]
+    content_negotiation_class = JsonNegotiation

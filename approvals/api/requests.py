@@ -1,0 +1,303 @@
+"""Permission requests over HTTP: submit, list, get (long-poll), cancel, decide."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import exceptions, serializers
+from rest_framework.pagination import CursorPagination
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from approvals import selectors, services
+from approvals.api.common import (
+    ApiView,
+    IsAgent,
+    IsPerson,
+    StrictSerializer,
+    surface_of,
+    wait_seconds,
+    without_nul,
+)
+from approvals.api.errors import error_body
+from approvals.api.longpoll import PendingResponse
+from approvals.api.shapes import (
+    AuditUnavailableSerializer,
+    ConflictSerializer,
+    ErrorSerializer,
+    RequestOutputSerializer,
+)
+from approvals.auth import agent_of
+from approvals.models import Context, Decision, Mode, PermissionRequest, RequestState, Role
+
+WAIT_PARAMETER = OpenApiParameter(
+    "wait",
+    OpenApiTypes.FLOAT,
+    description="Seconds to wait for a decision before answering 202 (capped at GATEHOUSE_MAX_WAIT).",
+)
+ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
+
+
+def audit_unavailable() -> Response:
+    """Fail closed: the agent hears a deny when its decision could not be recorded."""
+    message = services.AUDIT_UNAVAILABLE
+    return Response(
+        {
+            "decision": {
+                "behavior": "deny",
+                "reason": {"type": "other", "detail": "audit unavailable"},
+                "message": message,
+            },
+            **error_body("audit_unavailable", message),
+        },
+        status=503,
+    )
+
+
+def request_response(request: PermissionRequest, decision: Decision | None, *, wait: float = 0) -> Response:
+    """200 with the decision, or a 202 the async door may turn into a 200 by waiting."""
+    payload = RequestOutputSerializer(selectors.request_payload(request, decision)).data
+    if decision is None:
+        return PendingResponse(payload, request_id=request.pk, wait=wait)
+    return Response(payload, status=200)
+
+
+def already_finished(request: PermissionRequest, decision: Decision | None, holder: str = "") -> Response:
+    """409 for every loser, naming the winner and the surface it used."""
+    if decision is not None:
+        verb = {"cancelled": "cancelled", "expired": "expired"}.get(request.state, "decided")
+        message = f"already {verb} by {decision.decided_by} via {decision.surface}"
+        extra = {"decided_by": decision.decided_by, "surface": decision.surface}
+    else:
+        message = f"already being decided by {holder or 'someone else'}"
+        extra = {"decided_by": holder, "surface": ""}
+    body = error_body("already_decided", message, **extra)
+    body["request"] = RequestOutputSerializer(selectors.request_payload(request, decision)).data
+    return Response(body, status=409)
+
+
+def visible_request(request: Request, request_id: uuid.UUID) -> PermissionRequest:
+    """The request if the caller may see it; 404 otherwise, so ids of others do not leak."""
+    found = selectors.request_get(request_id)
+    agent = agent_of(request)
+    if found is not None:
+        if agent is not None and found.agent_id == agent.pk:
+            return found
+        if agent is None and selectors.can_see(request.user, found.team_id):
+            return found
+    raise exceptions.NotFound(f"No permission request {request_id} that you can see.")
+
+
+class PermissionRequestSubmitApi(ApiView):
+    permission_classes = [IsAgent]
+
+    class InputSerializer(StrictSerializer):
+        tool_name = serializers.CharField(max_length=200)
+        tool_input = serializers.JSONField(required=False, default=dict)
+        tool_use_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+        session_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+        cwd = serializers.CharField(max_length=4096, required=False, allow_blank=True, default="")
+        permission_mode = serializers.ChoiceField(choices=Mode.choices, required=False)
+        context = serializers.ChoiceField(choices=Context.choices, required=False)  # type: ignore[assignment]
+        transcript_path = serializers.CharField(max_length=4096, required=False, allow_blank=True, default="")
+        additional_directories = serializers.ListField(
+            child=serializers.CharField(max_length=4096), required=False, max_length=100
+        )
+        permission_suggestions = serializers.ListField(child=serializers.JSONField(), required=False, max_length=100)
+        pre_tool_use_hooks = serializers.ListField(child=serializers.DictField(), required=False, max_length=20)
+        home = serializers.CharField(max_length=4096, required=False)
+
+        class Meta:
+            ref_name = "PermissionRequestSubmit"
+
+        def validate_tool_input(self, value: Any) -> dict[str, Any]:
+            if not isinstance(value, dict):
+                raise serializers.ValidationError("tool_input must be a JSON object")
+            without_nul(value)
+            return value
+
+        def validate_permission_suggestions(self, value: list[Any]) -> list[Any]:
+            without_nul(value, "permission_suggestions")
+            return value
+
+        def validate_pre_tool_use_hooks(self, value: list[Any]) -> list[Any]:
+            without_nul(value, "pre_tool_use_hooks")
+            return value
+
+    @extend_schema(
+        operation_id="permission_requests_submit",
+        parameters=[WAIT_PARAMETER],
+        request=InputSerializer,
+        responses={200: RequestOutputSerializer, 202: RequestOutputSerializer, 503: AuditUnavailableSerializer,
+                   413: ErrorSerializer, **ERRORS},
+        description="Submit one proposed tool call (agents only). Replaying a `tool_use_id` returns the same request.",
+    )
+    def post(self, request: Request) -> Response:
+        wait = wait_seconds(request)
+        agent = agent_of(request)
+        assert agent is not None  # IsAgent
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            result = services.request_submit(agent=agent, call=dict(serializer.validated_data))
+        except services.AuditUnavailable:
+            return audit_unavailable()
+        return request_response(result.request, result.decision, wait=wait)
+
+
+class PermissionRequestListApi(ApiView):
+    permission_classes = [IsPerson]
+
+    class FilterSerializer(StrictSerializer):
+        state = serializers.ChoiceField(choices=RequestState.choices, required=False)
+        agent = serializers.CharField(max_length=100, required=False)
+        session = serializers.CharField(max_length=200, required=False)
+        cursor = serializers.CharField(required=False)
+        page_size = serializers.IntegerField(required=False, min_value=1, max_value=500)
+
+        class Meta:
+            ref_name = "PermissionRequestFilter"
+
+    class Pagination(CursorPagination):
+        ordering = ("-created_at", "-pk")
+        page_size = 50
+        page_size_query_param = "page_size"
+        max_page_size = 500
+
+    @extend_schema(
+        operation_id="permission_requests_list",
+        parameters=[FilterSerializer],
+        responses={200: RequestOutputSerializer(many=True), **ERRORS},
+        description="Requests of your teams, newest first (people only). Cursor-paginated: follow `next`.",
+    )
+    def get(self, request: Request) -> Response:
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        rows = selectors.requests_filtered(request.user, **{
+            key: filters.validated_data.get(key) for key in ("state", "agent", "session")
+        })
+        paginator = self.Pagination()
+        page = paginator.paginate_queryset(rows, request, view=self) or []
+        data = [RequestOutputSerializer(selectors.request_payload(row, _decision(row))).data for row in page]
+        return paginator.get_paginated_response(data)
+
+
+def _decision(request: PermissionRequest) -> Decision | None:
+    # The list prefetches the one-to-one; a pending request simply has none.
+    try:
+        return request.decision
+    except Decision.DoesNotExist:
+        return None
+
+
+class PermissionRequestCollectionApi(PermissionRequestListApi, PermissionRequestSubmitApi):
+    """Only what drf-spectacular documents for the collection URL; requests never reach it.
+
+    The collection URL serves two operations (list, submit) whose views are kept apart;
+    the async door in `longpoll.py` dispatches between them by method.
+    """
+
+
+class PermissionRequestDetailApi(ApiView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="permission_requests_retrieve",
+        parameters=[WAIT_PARAMETER],
+        responses={200: RequestOutputSerializer, 202: RequestOutputSerializer, **ERRORS},
+        description="One request: 200 once decided, 202 while pending (after waiting up to `wait` seconds). "
+        "Its agent and the people who can see its team may read it.",
+    )
+    def get(self, request: Request, request_id: uuid.UUID) -> Response:
+        wait = wait_seconds(request)
+        found = visible_request(request, request_id)
+        return request_response(found, selectors.decision_for(found), wait=wait)
+
+
+class PermissionRequestCancelApi(ApiView):
+    permission_classes = [IsAgent]
+
+    class InputSerializer(StrictSerializer):
+        reason = serializers.CharField(max_length=500, required=False, default="withdrawn by the agent")
+
+        class Meta:
+            ref_name = "PermissionRequestCancel"
+
+    @extend_schema(
+        operation_id="permission_requests_cancel",
+        request=InputSerializer,
+        responses={200: RequestOutputSerializer, 409: ConflictSerializer, 503: AuditUnavailableSerializer, **ERRORS},
+        description="The owning agent withdraws its pending request; it becomes `cancelled` everywhere.",
+    )
+    def post(self, request: Request, request_id: uuid.UUID) -> Response:
+        found = visible_request(request, request_id)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            result = services.request_cancel(request=found, reason=serializer.validated_data["reason"])
+        except services.AuditUnavailable:
+            return audit_unavailable()
+        if not result.won:
+            return already_finished(result.request, result.decision, result.holder)
+        return request_response(result.request, result.decision)
+
+
+class PermissionRequestDecideApi(ApiView):
+    permission_classes = [IsPerson]
+
+    class InputSerializer(StrictSerializer):
+        behavior = serializers.ChoiceField(choices=["allow", "deny"])
+        message = serializers.CharField(max_length=10_000, required=False, allow_blank=True, default="")
+        remember = serializers.ChoiceField(choices=list(services.REMEMBER_CHOICES), required=False, default="once")
+        remember_hours = serializers.FloatField(
+            required=False, allow_null=True, min_value=0.01, max_value=24 * 366, default=None
+        )
+        updated_input = serializers.JSONField(required=False, allow_null=True, default=None)
+
+        class Meta:
+            ref_name = "PermissionRequestDecide"
+
+        def validate_updated_input(self, value: Any) -> dict[str, Any] | None:
+            if value is not None and not isinstance(value, dict):
+                raise serializers.ValidationError("updated_input must be a JSON object")
+            without_nul(value, "updated_input")
+            return value
+
+    @extend_schema(
+        operation_id="permission_requests_decide",
+        request=InputSerializer,
+        responses={200: RequestOutputSerializer, 409: ConflictSerializer, 503: AuditUnavailableSerializer, **ERRORS},
+        description="An approver of the request's team answers it. The first answer wins (200); "
+        "everyone after gets 409 naming who decided and via what.",
+    )
+    def post(self, request: Request, request_id: uuid.UUID) -> Response:
+        found = visible_request(request, request_id)
+        if not selectors.can_decide(request.user, found):
+            raise exceptions.PermissionDenied(
+                f"You can see team {found.team.name!r}'s requests but only its {Role.APPROVER}s can decide them."
+            )
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            result = services.request_decide(
+                request_id=found.pk,
+                behavior=data["behavior"],
+                surface=surface_of(request),
+                user=request.user,  # type: ignore[arg-type]  # IsPerson: a User
+                message=data["message"],
+                updated_input=data["updated_input"],
+                remember=data["remember"],
+                remember_hours=data["remember_hours"],
+            )
+        except services.ServiceError as exc:
+            raise exceptions.ValidationError({"non_field_errors": [str(exc)]}) from None
+        except services.AuditUnavailable:
+            return audit_unavailable()
+        if not result.won:
+            return already_finished(result.request, result.decision, result.holder)
+        return request_response(result.request, result.decision)
