@@ -159,6 +159,8 @@ class GatehouseClient:
         self._by_id: dict[str, PendingPermission] = {}
         self._start_lock = asyncio.Lock()
         self._closed = False
+        # Set when the server rejected our credentials: every later request fails at once.
+        self._fatal: GatehouseError | None = None
         self._http: httpx.AsyncClient | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -226,6 +228,8 @@ class GatehouseClient:
           what makes a re-send after a reconnect idempotent.
         """
         await self.start()
+        if self._fatal is not None:
+            raise self._fatal
         request = dict(request)
         request.setdefault("tool_use_id", f"gh_{uuid.uuid4().hex}")
         handle = PendingPermission(uuid.uuid4().hex, request)
@@ -449,6 +453,7 @@ class GatehouseClient:
             self._by_id.pop(handle.id, None)
 
     def _fail_all(self, exc: GatehouseError) -> None:
+        self._fatal = exc
         for handle in list(self._by_ref.values()):
             handle._fail(exc)
 

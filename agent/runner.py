@@ -36,6 +36,7 @@ from policy.tools import lookup as policy_lookup
 log = logging.getLogger("gatehouse.agent")
 
 Telemetry = Callable[[dict[str, Any]], None]
+Classifier = Callable[..., dict[str, Any]]
 ProgressListener = Callable[[str, dict[str, Any]], Awaitable[None]]
 # What the Gatehouse server stores about a result: enough for the dashboard, not a dump.
 REPORTED_OUTPUT_CHARS = 8_000
@@ -93,6 +94,7 @@ class ToolRunner:
         permission_timeout: float | None = None,
         on_progress: ProgressListener | None = None,
         telemetry: Telemetry | None = None,
+        classifier: Classifier = classify_readonly,
     ) -> None:
         self.tools = list(tools) if tools is not None else default_tools()
         self.context = ToolContext(
@@ -111,6 +113,8 @@ class ToolRunner:
         self.permission_timeout = permission_timeout
         self.on_progress = on_progress
         self.telemetry = telemetry
+        # Speculative: started with the hooks, its verdict feeds the local pre-check.
+        self.classifier = classifier
         self._names, self._deprecated = self._index(self.tools)
 
     @staticmethod
@@ -189,7 +193,7 @@ class ToolRunner:
         assert call.tool is not None
         (outputs, warnings), verdict = await asyncio.gather(
             run_pre_tool_use(self.hooks, self._hook_event(call, "PreToolUse")),
-            asyncio.to_thread(classify_readonly, call.tool.name, call.tool_input, cwd=str(self.context.cwd)),
+            asyncio.to_thread(self.classifier, call.tool.name, call.tool_input, cwd=str(self.context.cwd)),
         )
         call.hook_outputs = outputs
         call.classifier = verdict
@@ -253,9 +257,8 @@ class ToolRunner:
             "session_id": self.context.session_id, "cwd": str(self.context.cwd),
             "permission_mode": self.mode, "context": self.context_kind,
         }
-        hooks = self._hooks_for_engine(call)
-        if hooks:
-            request["pre_tool_use_hooks"] = hooks
+        # Local hook verdicts stay local: the server refuses agent-supplied hook outputs,
+        # since an agent could otherwise approve itself. Gatehouse decides on its own rules.
         if request["tool_use_id"] is None:
             del request["tool_use_id"]
         try:
