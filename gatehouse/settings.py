@@ -224,6 +224,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Permission gateway and remote-approval relay for AI coding agents.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Two choice sets share the field name "behavior": a decision's and a rule's.
+    "ENUM_NAME_OVERRIDES": {
+        "DecisionBehaviorEnum": ["allow", "deny"],
+        "RuleBehaviorEnum": "approvals.models.RuleBehavior",
+        "PermissionModeEnum": "approvals.models.Mode",
+    },
 }
 
 # Bodies over 1 MiB are refused with 413 before any JSON parsing.

@@ -1,10 +1,11 @@
 """Top-level routes: the API, the Claude Code hook endpoint, chat integrations, pages."""
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from approvals.api.claude_code import claude_code_hook
+from approvals.api.errors import not_found as api_not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -12,7 +13,12 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("approvals.api.urls")),
+    # Unknown API paths get the API's JSON 404, even with DEBUG on.
+    re_path(r"^api/", api_not_found),
     path("hooks/claude-code", claude_code_hook, name="claude-code-hook"),
     path("", include("relay.urls")),
     path("", include("approvals.urls")),
 ]
+
+handler404 = "approvals.api.errors.not_found"
+handler500 = "approvals.api.errors.server_error"
