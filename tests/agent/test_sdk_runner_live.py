@@ -59,7 +59,9 @@ def workdir(tmp_path: Path) -> Path:
 
 
 class RunnerAgainstGatehouseTests:
-    async def _runner(self, server: Any, token: str, workdir: Path, **options: Any) -> tuple[ToolRunner, GatehouseClient]:
+    async def _runner(
+        self, server: Any, token: str, workdir: Path, **options: Any
+    ) -> tuple[ToolRunner, GatehouseClient]:
         client = GatehouseClient(server.url, token)
         await client.start()
         tools = options.pop("tools", None)
@@ -217,7 +219,8 @@ class RunnerAgainstGatehouseTests:
             result = await runner.run(block("toolu_big", "Bash", command="seq 1 100000"))
             assert not result.is_error and result.persisted_path
             # The model can read the saved file back with the Read tool, slice by slice.
-            again = await runner.run(block("toolu_read", "Read", file_path=result.persisted_path, offset=99999, limit=2))
+            read = block("toolu_read", "Read", file_path=result.persisted_path, offset=99999, limit=2)
+            again = await runner.run(read)
         saved = Path(result.persisted_path).read_text()
         assert saved.splitlines() == [str(n) for n in range(1, 100001)]
         assert result.content.startswith("<persisted-output>\nOutput too large (588894 characters).")

@@ -53,7 +53,8 @@ class RunnerStagesTests:
     async def test_it_never_raises_on_a_malformed_block(self, tmp_path: Path) -> None:
         runner = ToolRunner(cwd=tmp_path)
         result = await runner.run({"type": "tool_use", "id": "x", "name": "Bash", "input": "ls"})
-        assert result.is_error and result.content == "<tool_use_error>InputValidationError: Bash input must be an object</tool_use_error>"
+        assert result.is_error
+        assert result.content == "<tool_use_error>InputValidationError: Bash input must be an object</tool_use_error>"
         nameless = await runner.run({})
         assert nameless.is_error and nameless.stage == "lookup"
 
