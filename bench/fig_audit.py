@@ -14,9 +14,9 @@ import json
 import random
 import time
 import uuid
-from types import SimpleNamespace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from bench.env import AUDIT_DB, pg_recreate
