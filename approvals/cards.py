@@ -37,7 +37,7 @@ def render_card(request: PermissionRequest, user: Any, *, http_request: HttpRequ
     decision = selectors.decision_for(request) if request.state != "pending" else None
     return render_to_string(
         "approvals/_request_card.html",
-        card_context(request, user, decision=decision),
+        {"card": card_context(request, user, decision=decision)},
         request=http_request,
     )
 

@@ -6,4 +6,18 @@ from approvals import views
 
 urlpatterns = [
     path("", views.queue, name="queue"),
+    path("manifest.webmanifest", views.manifest, name="manifest"),
+    path("requests/<uuid:request_id>/", views.request_detail, name="request-detail"),
+    path("requests/<uuid:request_id>/decide", views.request_decide, name="request-decide"),
+    path("audit/", views.audit_list, name="audit"),
+    path("audit/<int:decision_id>/", views.audit_detail, name="audit-detail"),
+    path("denials/", views.denials, name="denials"),
+    path("rules/", views.rules, name="rules"),
+    path("rules/explain/", views.rules_explain, name="rules-explain"),
+    path("rules/<int:rule_id>/edit/", views.rule_edit, name="rule-edit"),
+    path("rules/<int:rule_id>/delete/", views.rule_delete, name="rule-delete"),
+    path("agents/", views.agents, name="agents"),
+    path("agents/<int:agent_id>/revoke/", views.agent_revoke, name="agent-revoke"),
+    path("profile/", views.profile, name="profile"),
+    path("profile/identities/<int:identity_id>/delete/", views.chat_identity_delete, name="chat-identity-delete"),
 ]

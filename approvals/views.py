@@ -1,15 +1,521 @@
-"""Dashboard pages: server-rendered, one small script per page."""
+"""Dashboard pages: server-rendered, one small script per page.
+
+Views parse input with `approvals.forms`, read through `approvals.selectors` and write
+through `approvals.services`; they never save a model themselves.
+"""
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+import json
+import logging
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
 
-from approvals import selectors
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import logout
+from django.contrib.auth.decorators import login_required
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseForbidden,
+    HttpResponseRedirect,
+    JsonResponse,
+)
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from approvals import charts, selectors, services
+from approvals.cards import card_context
+from approvals.forms import (
+    SOURCE_ORDER,
+    AgentForm,
+    AuditFilterForm,
+    ChatIdentityForm,
+    DecideForm,
+    ExplainForm,
+    RuleForm,
+)
+from approvals.models import Rule, RuleSource
+
+log = logging.getLogger(__name__)
+
+
+def _page(request: HttpRequest, template: str, context: dict[str, Any], *, status: int = 200) -> HttpResponse:
+    """Render a page with what every page shows: the pending count in the title and nav."""
+    context.setdefault("pending_count", selectors.pending_requests(request.user).count())
+    context.setdefault("is_approver", selectors.is_approver_anywhere(request.user))
+    return render(request, template, context, status=status)
+
+
+def _person(request: HttpRequest) -> Any:
+    """The logged-in person (`login_required` has run), typed for the services."""
+    return request.user
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+# --- accounts ---------------------------------------------------------------------------
+
+
+@require_POST
+def logout_view(request: HttpRequest) -> HttpResponse:
+    """Log out and close every dashboard socket of this person, on every device."""
+    user_id = request.user.pk if request.user.is_authenticated else None
+    logout(request)
+    if user_id is not None:
+        _end_sockets(user_id)
+    return redirect(settings.LOGOUT_REDIRECT_URL)
+
+
+def _end_sockets(user_id: int) -> None:
+    try:
+        from relay.consumers import end_user_sessions
+    except ImportError:
+        # The session is gone either way; an open socket then fails at its next push.
+        log.error("relay.consumers.end_user_sessions is missing: open dashboard sockets were not closed")
+        return
+    end_user_sessions(user_id)
+
+
+def manifest(request: HttpRequest) -> HttpResponse:
+    """The web app manifest, so a phone can add the queue to its home screen."""
+    data = {
+        "name": "Gatehouse",
+        "short_name": "Gatehouse",
+        "description": "Approve your coding agents' tool calls.",
+        "start_url": "/",
+        "scope": "/",
+        "display": "standalone",
+        "background_color": "#f6f7f9",
+        "theme_color": "#1f3a5f",
+        "icons": [{"src": "/static/icon.svg", "sizes": "any", "type": "image/svg+xml", "purpose": "any"}],
+    }
+    return HttpResponse(json.dumps(data), content_type="application/manifest+json")
+
+
+# --- the queue and requests -------------------------------------------------------------
 
 
 @login_required
+@require_GET
 def queue(request: HttpRequest) -> HttpResponse:
     pending = selectors.pending_requests(request.user)
-    return render(request, "approvals/queue.html", {"pending": pending})
+    cards = [card_context(req, request.user) for req in pending]
+    recent = [
+        card_context(req, request.user, decision=getattr(req, "decision", None))
+        for req in selectors.recently_finished(request.user, limit=5)
+    ]
+    return _page(request, "approvals/queue.html", {"cards": cards, "recent": recent, "pending_count": len(cards)})
+
+
+def _visible_request(request: HttpRequest, request_id: UUID) -> Any:
+    req = selectors.request_get(request_id)
+    if req is None or not selectors.can_see(request.user, req.team_id):
+        raise Http404("No such request.")
+    return req
+
+
+@login_required
+@require_GET
+def request_detail(request: HttpRequest, request_id: UUID) -> HttpResponse:
+    req = _visible_request(request, request_id)
+    decision = selectors.decision_for(req)
+    context = {"card": card_context(req, request.user, decision=decision), "req": req, "decision": decision}
+    return _page(request, "approvals/request_detail.html", context)
+
+
+@login_required
+@require_POST
+def request_decide(request: HttpRequest, request_id: UUID) -> HttpResponse:
+    """One press of Allow / Deny on a card; 409 with the winner when someone was faster."""
+    req = _visible_request(request, request_id)
+    if not selectors.can_decide(request.user, req):
+        return _decide_answer(request, req, 403, "You can view this team's requests but not decide them.")
+    form = DecideForm(request.POST)
+    if not form.is_valid():
+        problems = "; ".join(f"{field}: {' '.join(str(e) for e in errs)}" for field, errs in form.errors.items())
+        return _decide_answer(request, req, 400, f"Could not read the decision ({problems}).")
+    try:
+        result = services.request_decide(request_id=req.pk, surface="web", user=_person(request), **form.decision())
+    except services.AuditUnavailable as exc:
+        return _decide_answer(request, req, 503, str(exc))
+    except services.ServiceError as exc:
+        return _decide_answer(request, req, 400, str(exc))
+    if not result.won:
+        return _decide_answer(request, result.request, 409, _lost_message(result))
+    verb = "Allowed" if result.decision and result.decision.behavior == "allow" else "Denied"
+    return _decide_answer(request, result.request, 200, f"{verb} {req.tool_name} for {req.agent.name}.")
+
+
+def _lost_message(result: services.DecideResult) -> str:
+    if result.decision is not None:
+        return f"Already decided by {result.decision.decided_by} via {result.decision.surface}."
+    if result.holder:
+        return f"Already being decided by {result.holder}."
+    return "Already decided."
+
+
+def _decide_answer(request: HttpRequest, req: Any, status: int, message: str) -> HttpResponse:
+    if _wants_json(request):
+        from approvals.cards import render_card
+
+        fresh = selectors.request_get(req.pk) or req
+        html = render_card(fresh, request.user, http_request=request)
+        return JsonResponse({"ok": status == 200, "message": message, "id": str(req.pk), "html": html}, status=status)
+    if status == 200:
+        messages.success(request, message)
+        return redirect("queue")
+    if status in (409,):
+        messages.warning(request, message)
+        return redirect("request-detail", request_id=req.pk)
+    return _page(request, "approvals/error.html", {"message": message}, status=status)
+
+
+# --- audit ------------------------------------------------------------------------------
+
+AUDIT_PAGE_SIZE = 50
+
+
+@login_required
+@require_GET
+def audit_list(request: HttpRequest) -> HttpResponse:
+    form = AuditFilterForm(request.GET or None)
+    filters = form.filters() if form.is_bound and form.is_valid() else {}
+    rows = selectors.audit_rows(filters, request.user)
+    before = request.GET.get("before", "")
+    if before.isdigit():
+        rows = rows.filter(pk__lt=int(before))
+    page = list(rows[: AUDIT_PAGE_SIZE + 1])
+    query = form.query() if filters else {}
+    context = {
+        "form": form,
+        "rows": page[:AUDIT_PAGE_SIZE],
+        "next_before": page[AUDIT_PAGE_SIZE - 1].pk if len(page) > AUDIT_PAGE_SIZE else None,
+        "query": query,
+        "export_csv": _export_url("csv", query),
+        "export_jsonl": _export_url("jsonl", query),
+    }
+    return _page(request, "approvals/audit_list.html", context)
+
+
+def _export_url(fmt: str, query: dict[str, str]) -> str:
+    from urllib.parse import urlencode
+
+    return "/api/v1/audit?" + urlencode({**query, "format": fmt})
+
+
+@login_required
+@require_GET
+def audit_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
+    row = selectors.audit_row_get(decision_id, request.user)
+    if row is None:
+        raise Http404("No such audit row.")
+    from approvals.audit import verify_row
+
+    req = row.request
+    evaluation = req.evaluation or {}
+    context = {
+        "row": row,
+        "req": req,
+        "card": card_context(req, request.user, decision=row),
+        "trace": evaluation.get("trace") or [],
+        "engine": evaluation,
+        "row_ok": verify_row(row),
+        "link_ok": selectors.audit_neighbour_hash_ok(row),
+        "reason_json": json.dumps(row.reason, indent=2, sort_keys=True, default=str),
+        "updated_input_json": json.dumps(row.updated_input, indent=2, sort_keys=True) if row.updated_input else "",
+        "wait_s": (row.created_at - req.created_at).total_seconds(),
+    }
+    return _page(request, "approvals/audit_detail.html", context)
+
+
+# --- denials monitor --------------------------------------------------------------------
+
+WINDOWS = {"1": "24 hours", "7": "7 days", "30": "30 days"}
+
+
+@login_required
+@require_GET
+def denials(request: HttpRequest) -> HttpResponse:
+    days = request.GET.get("days", "7")
+    if days not in WINDOWS:
+        days = "7"
+    now = timezone.now()
+    since = now - timedelta(days=int(days))
+    hourly = days == "1"
+    user = request.user
+    over_time = selectors.denials_over_time(user, since, hourly=hourly)
+    by = {dim: selectors.denials_by(user, since, dim) for dim in ("tool", "agent", "rule", "decider")}
+    context = {
+        "days": days,
+        "windows": WINDOWS,
+        "total": sum(n for _, n in over_time),
+        "time_chart": charts.time_chart(over_time, since=since, until=now, hourly=hourly, title="Denials over time"),
+        "charts": [
+            ("By tool", charts.bar_chart(by["tool"], title="Denials by tool")),
+            ("By agent", charts.bar_chart(by["agent"], title="Denials by agent")),
+            ("By rule", charts.bar_chart(by["rule"], title="Denials by rule")),
+            ("By decider", charts.bar_chart(by["decider"], title="Denials by decider")),
+        ],
+        "humans": selectors.human_decision_stats(user, since),
+        "loops": selectors.sessions_in_denial_loops(user, since),
+        "denial_limit": settings.GATEHOUSE_DENIAL_LIMIT,
+    }
+    return _page(request, "approvals/denials.html", context)
+
+
+# --- rules ------------------------------------------------------------------------------
+
+
+def _rule_form(request: HttpRequest, data: Any = None, **kwargs: Any) -> RuleForm:
+    teams = selectors.teams_deciding(request.user)
+    agents = selectors.agents_visible_to(request.user).filter(team__in=teams, revoked_at__isnull=True)
+    return RuleForm(data, teams=teams, agents=agents, **kwargs)
+
+
+def _explain_form(request: HttpRequest, data: Any = None) -> ExplainForm:
+    agents = selectors.agents_visible_to(request.user).filter(revoked_at__isnull=True)
+    return ExplainForm(data, agents=agents)
+
+
+@login_required
+def rules(request: HttpRequest) -> HttpResponse:
+    """All rules by source in precedence order; POST adds one (approvers only)."""
+    form = _rule_form(request)
+    if request.method == "POST":
+        form = _rule_form(request, request.POST)
+        if not selectors.is_approver_anywhere(request.user):
+            return HttpResponseForbidden("Only approvers can add rules.")
+        if form.is_valid():
+            try:
+                services.rule_create(created_by=_person(request), **_rule_fields(form))
+            except services.ServiceError as exc:
+                form.add_error("rule", str(exc))
+            else:
+                messages.success(request, f"Saved rule {form.cleaned_data['rule']}.")
+                return redirect("rules")
+    return _rules_page(request, form, _explain_form(request), None, status=400 if form.errors else 200)
+
+
+def _rule_fields(form: RuleForm) -> dict[str, Any]:
+    data = form.cleaned_data
+    return {
+        "rule": data["rule"].strip(),
+        "behavior": data["behavior"],
+        "source": data["source"],
+        "team": data["team"],
+        "scope": data["scope"],
+        "agent": data.get("agent"),
+        "project_path": data.get("project_path") or "",
+        "session_id": data.get("session_id") or "",
+        "expires_at": data.get("expires_at"),
+        "ask_timeout": data.get("ask_timeout"),
+        "note": data.get("note") or "",
+    }
+
+
+def _rules_page(
+    request: HttpRequest, form: RuleForm, explain_form: ExplainForm, explained: Any, *, status: int = 200
+) -> HttpResponse:
+    all_rules = list(selectors.rules_visible_to(request.user))
+    groups = []
+    for source in SOURCE_ORDER:
+        members = [r for r in all_rules if r.source == source]
+        if members:
+            rows = [{"rule": r, "editable": _rule_editable(request, r)} for r in members]
+            groups.append({"source": source.value, "rows": rows, "read_only": source == RuleSource.POLICY_SETTINGS})
+    context = {
+        "groups": groups,
+        "form": form,
+        "explain_form": explain_form,
+        "explained": explained,
+        "lint": selectors.rules_lint(all_rules),
+        "can_add": selectors.is_approver_anywhere(request.user),
+        "now": timezone.now(),
+    }
+    return _page(request, "approvals/rules.html", context, status=status)
+
+
+def _rule_editable(request: HttpRequest, rule: Rule) -> bool:
+    return rule.source != RuleSource.POLICY_SETTINGS and selectors.can_manage_team(request.user, rule.team_id)
+
+
+def _managed_rule(request: HttpRequest, rule_id: int) -> Rule:
+    rule = selectors.rules_visible_to(request.user).filter(pk=rule_id).first()
+    if rule is None:
+        raise Http404("No such rule.")
+    return rule
+
+
+@login_required
+def rule_edit(request: HttpRequest, rule_id: int) -> HttpResponse:
+    rule = _managed_rule(request, rule_id)
+    if not _rule_editable(request, rule):
+        return HttpResponseForbidden("This rule is read-only for you (policySettings, or you are not an approver).")
+    initial = {f: getattr(rule, f) for f in ("rule", "behavior", "source", "team", "scope", "agent")}
+    initial.update(
+        project_path=rule.project_path, session_id=rule.session_id, expires_at=rule.expires_at,
+        ask_timeout=rule.ask_timeout, note=rule.note,
+    )
+    form = _rule_form(request, request.POST if request.method == "POST" else None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        changes = _rule_fields(form)
+        if changes.pop("team") != rule.team:
+            form.add_error("team", "A rule cannot move to another team; delete it and add it there.")
+        try:
+            if not form.errors:
+                # `rule_update(rule=...)` takes the instance under that name, so the new text
+                # is set first; rule_update validates it before saving.
+                rule.rule = changes.pop("rule")
+                services.rule_update(rule=rule, **changes)
+        except services.ServiceError as exc:
+            form.add_error("rule", str(exc))
+        else:
+            if not form.errors:
+                messages.success(request, f"Updated rule {rule.rule}.")
+                return redirect("rules")
+    status = 400 if form.is_bound and form.errors else 200
+    return _page(request, "approvals/rule_edit.html", {"form": form, "rule": rule}, status=status)
+
+
+@login_required
+@require_POST
+def rule_delete(request: HttpRequest, rule_id: int) -> HttpResponse:
+    rule = _managed_rule(request, rule_id)
+    if not _rule_editable(request, rule):
+        return HttpResponseForbidden("This rule is read-only for you (policySettings, or you are not an approver).")
+    text = rule.rule
+    services.rule_delete(rule=rule)
+    messages.success(request, f"Deleted rule {text}.")
+    return redirect("rules")
+
+
+@login_required
+def rules_explain(request: HttpRequest) -> HttpResponse:
+    """Dry-run one call through the engine with the team's rules (anyone who can see rules)."""
+    form = _explain_form(request, request.POST if request.method == "POST" else request.GET or None)
+    explained = None
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        agent = data.get("agent")
+        team = agent.team if agent is not None else selectors.teams_for(request.user).order_by("pk").first()
+        if team is None:
+            form.add_error(None, "You belong to no team, so there are no rules to explain against.")
+        else:
+            call = {k: data.get(k) for k in ("tool_name", "tool_input", "cwd", "mode", "session_id")}
+            explained = selectors.rules_explain(team=team, agent=agent, call=call)
+            explained["reason_json"] = json.dumps(explained.get("reason"), indent=2, sort_keys=True)
+    status = 400 if form.is_bound and form.errors else 200
+    return _rules_page(request, _rule_form(request), form, explained, status=status)
+
+
+# --- agents -----------------------------------------------------------------------------
+
+
+def _hook_snippet(request: HttpRequest) -> str:
+    server = settings.PUBLIC_URL or request.build_absolute_uri("/").rstrip("/")
+    command = f"python -m agent.hook --server {server}"
+    hook = {"type": "command", "command": command, "timeout": 330}
+    return json.dumps({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [hook]}]}}, indent=2)
+
+
+@login_required
+def agents(request: HttpRequest) -> HttpResponse:
+    """Agents of the person's teams; POST registers one and shows its token exactly once."""
+    teams = selectors.teams_deciding(request.user)
+    form = AgentForm(teams=teams)
+    created = None
+    if request.method == "POST":
+        if not selectors.is_approver_anywhere(request.user):
+            return HttpResponseForbidden("Only approvers can register agents.")
+        form = AgentForm(request.POST, teams=teams)
+        if form.is_valid():
+            try:
+                agent, token = services.agent_create(
+                    name=form.cleaned_data["name"].strip(), team=form.cleaned_data["team"],
+                    owner=_person(request), mode=form.cleaned_data["mode"],
+                )
+            except services.ServiceError as exc:
+                form.add_error("name", str(exc))
+            else:
+                # Rendered into this response only: never stored, never shown again.
+                created = {"agent": agent, "token": token}
+                form = AgentForm(teams=teams)
+    rows = [
+        {"agent": a, "can_manage": a.revoked_at is None and selectors.can_manage_team(request.user, a.team_id)}
+        for a in selectors.agents_visible_to(request.user)
+    ]
+    context = {
+        "rows": rows,
+        "form": form,
+        "created": created,
+        "can_add": selectors.is_approver_anywhere(request.user),
+        "snippet": _hook_snippet(request),
+    }
+    response = _page(request, "approvals/agents.html", context, status=400 if form.errors else 200)
+    if created:
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_POST
+def agent_revoke(request: HttpRequest, agent_id: int) -> HttpResponse:
+    agent = selectors.agents_visible_to(request.user).filter(pk=agent_id).first()
+    if agent is None:
+        raise Http404("No such agent.")
+    if not selectors.can_manage_team(request.user, agent.team_id):
+        return HttpResponseForbidden("Only approvers of this agent's team can revoke it.")
+    services.agent_revoke(agent=agent)
+    messages.success(request, f"Revoked {agent.name}: its token no longer works.")
+    return redirect("agents")
+
+
+# --- profile ----------------------------------------------------------------------------
+
+
+@login_required
+def profile(request: HttpRequest) -> HttpResponse:
+    """Link chat accounts, and create a personal API token (shown once)."""
+    form = ChatIdentityForm()
+    token = None
+    if request.method == "POST" and request.POST.get("action") == "token":
+        token = services.personal_token_create(user=_person(request))
+    elif request.method == "POST":
+        form = ChatIdentityForm(request.POST)
+        if form.is_valid():
+            try:
+                services.chat_identity_link(user=request.user, **form.cleaned_data)
+            except services.ServiceError as exc:
+                form.add_error("external_id", str(exc))
+            else:
+                messages.success(request, "Linked.")
+                return redirect("profile")
+    context = {
+        "form": form,
+        "identities": selectors.chat_identities_for(request.user),
+        "teams": selectors.teams_for(request.user),
+        "memberships": request.user.memberships.select_related("team"),  # type: ignore[union-attr]
+        "token": token,
+    }
+    response = _page(request, "approvals/profile.html", context, status=400 if form.errors else 200)
+    if token:
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_POST
+def chat_identity_delete(request: HttpRequest, identity_id: int) -> HttpResponse:
+    if not services.chat_identity_unlink(user=request.user, identity_id=identity_id):
+        raise Http404("No such linked account.")
+    messages.success(request, "Unlinked.")
+    return HttpResponseRedirect(reverse("profile"))
+

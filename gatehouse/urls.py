@@ -6,9 +6,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from approvals.api.claude_code import claude_code_hook
 from approvals.api.errors import not_found as api_not_found
+from approvals.views import logout_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Before Django's own: logging out also closes the person's dashboard sockets.
+    path("accounts/logout/", logout_view, name="logout"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -1,0 +1,110 @@
+"""Charts for the denials monitor, drawn as SVG on the server.
+
+No chart library and no script: the page stays readable with JavaScript off and the CSP
+stays strict. Labels (tool names, agent names, rules) come from agents, so every one goes
+through `format_html`; colours are classes styled in app.css, never inline styles (the
+CSP forbids them).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
+
+WIDTH = 400
+LABEL_CHARS = 48
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+
+
+def bar_chart(items: list[tuple[str, int]], *, title: str) -> SafeString:
+    """Horizontal bars, label above each bar, so long names fit a phone screen."""
+    if not items:
+        return format_html('<p class="muted chart-empty">No denials for {} in this period.</p>', title.lower())
+    row = 38
+    height = row * len(items) + 4
+    top = max(value for _, value in items) or 1
+    bars = []
+    for index, (label, value) in enumerate(items):
+        y = index * row
+        width = max(2.0, (WIDTH - 60) * value / top)
+        bars.append(
+            (
+                y + 13, _short(label or "(none)"),
+                y + 18, f"{width:.1f}",
+                f"{width + 6:.1f}", y + 30, value,
+                label or "(none)", value,
+            )
+        )
+    body = format_html_join(
+        "",
+        '<g><title>{}: {}</title>'
+        '<text class="chart-label" x="0" y="{}">{}</text>'
+        '<rect class="chart-bar" x="0" y="{}" width="{}" height="14" rx="2"></rect>'
+        '<text class="chart-value" x="{}" y="{}">{}</text></g>',
+        ((b[7], b[8], b[0], b[1], b[2], b[3], b[4], b[5], b[6]) for b in bars),
+    )
+    return format_html(
+        '<svg class="chart" viewBox="0 0 {} {}" role="img" aria-label="{}" xmlns="http://www.w3.org/2000/svg">'
+        "<title>{}</title>{}</svg>",
+        WIDTH, height, title, title, body,
+    )
+
+
+def buckets(since: datetime, until: datetime, *, hourly: bool) -> list[datetime]:
+    """Every day (or hour) from `since` to `until`, so quiet periods show as zero."""
+    step = timedelta(hours=1) if hourly else timedelta(days=1)
+    start = since.replace(minute=0, second=0, microsecond=0)
+    if not hourly:
+        start = start.replace(hour=0)
+    out = []
+    while start <= until:
+        out.append(start)
+        start += step
+    return out
+
+
+def time_chart(
+    points: list[tuple[datetime, int]], *, since: datetime, until: datetime, hourly: bool, title: str
+) -> SafeString:
+    """Columns per day/hour, zero-filled, with the first, middle and last dates labelled."""
+    counts = {moment.replace(tzinfo=None): n for moment, n in points}
+    slots = buckets(since, until, hourly=hourly)
+    values = [counts.get(slot.replace(tzinfo=None), 0) for slot in slots]
+    top = max(values, default=0) or 1
+    chart_h, base = 120, 130
+    step = WIDTH / max(1, len(slots))
+    columns = []
+    for index, (slot, value) in enumerate(zip(slots, values, strict=True)):
+        h = chart_h * value / top
+        label = slot.strftime("%d %b %H:00" if hourly else "%d %b")
+        x, width = f"{index * step + 1:.1f}", f"{max(1.0, step - 2):.1f}"
+        columns.append((label, value, x, f"{base - h:.1f}", width, f"{h:.1f}"))
+    body = format_html_join(
+        "",
+        '<rect class="chart-col" x="{}" y="{}" width="{}" height="{}"><title>{}: {}</title></rect>',
+        ((c[2], c[3], c[4], c[5], c[0], c[1]) for c in columns),
+    )
+    ticks = [0, len(slots) // 2, len(slots) - 1] if len(slots) > 2 else list(range(len(slots)))
+    anchors = ["start", "middle", "end"] if len(ticks) == 3 else ["start"] * len(ticks)
+    labels = format_html_join(
+        "",
+        '<text class="chart-axis" x="{}" y="148" text-anchor="{}">{}</text>',
+        ((_tick_x(t, a, step), a, columns[t][0]) for t, a in zip(ticks, anchors, strict=True)),
+    )
+    axis = mark_safe(f'<line class="chart-base" x1="0" y1="{base}" x2="{WIDTH}" y2="{base}"></line>')  # noqa: S308
+    peak = format_html('<text class="chart-axis" x="0" y="10">max {}</text>', max(values, default=0))
+    return format_html(
+        '<svg class="chart" viewBox="0 0 {} 152" role="img" aria-label="{}" xmlns="http://www.w3.org/2000/svg">'
+        "<title>{}</title>{}{}{}{}</svg>",
+        WIDTH, title, title, body, axis, labels, peak,
+    )
+
+
+def _tick_x(index: int, anchor: str, step: float) -> str:
+    offset = {"start": 0.0, "middle": step / 2, "end": step}[anchor]
+    return f"{min(WIDTH, index * step + offset):.1f}"

@@ -1,0 +1,170 @@
+"""Forms of the dashboard pages: they parse and validate; services do the writing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+
+from approvals.models import Agent, Mode, RuleBehavior, RuleScope, RuleSource, Team
+from approvals.services import CHAT_PROVIDERS
+
+# The order people read sources in: settings-class sources weakest to strongest, then
+# the runtime ones (Claude Code's own precedence for settings files).
+SOURCE_ORDER = [
+    RuleSource.USER_SETTINGS,
+    RuleSource.PROJECT_SETTINGS,
+    RuleSource.LOCAL_SETTINGS,
+    RuleSource.FLAG_SETTINGS,
+    RuleSource.POLICY_SETTINGS,
+    RuleSource.CLI_ARG,
+    RuleSource.COMMAND,
+    RuleSource.SESSION,
+]
+# policySettings is the organisation's managed policy: nobody edits it from a browser.
+EDITABLE_SOURCES = [s for s in SOURCE_ORDER if s != RuleSource.POLICY_SETTINGS]
+
+
+class DecideForm(forms.Form):
+    """One button press on a request card."""
+
+    ACTIONS = {
+        "once": ("allow", "once"),
+        "session": ("allow", "session"),
+        "always": ("allow", "always"),
+        "deny": ("deny", "once"),
+    }
+
+    action = forms.ChoiceField(choices=[(a, a) for a in ACTIONS])
+    # "Always allow" may narrow to this project instead of everyone.
+    scope = forms.ChoiceField(choices=[("always", "everyone"), ("project", "this project")], required=False)
+    hours = forms.FloatField(required=False, min_value=0.01, max_value=24 * 365)
+    message = forms.CharField(required=False, max_length=2000)
+
+    def decision(self) -> dict[str, Any]:
+        """The keyword arguments `services.request_decide` takes for this press."""
+        behavior, remember = self.ACTIONS[self.cleaned_data["action"]]
+        if remember == "always":
+            remember = self.cleaned_data.get("scope") or "always"
+        hours = self.cleaned_data.get("hours") if remember in ("always", "project", "session") else None
+        return {
+            "behavior": behavior,
+            "remember": remember,
+            "remember_hours": hours,
+            "message": self.cleaned_data.get("message", "").strip(),
+        }
+
+
+class AuditFilterForm(forms.Form):
+    agent = forms.CharField(required=False, max_length=100)
+    session = forms.CharField(required=False, max_length=200)
+    tool = forms.CharField(required=False, max_length=200)
+    behavior = forms.ChoiceField(required=False, choices=[("", "any"), ("allow", "allow"), ("deny", "deny")])
+    reason_type = forms.ChoiceField(
+        required=False,
+        choices=[("", "any")]
+        + [
+            (t, t)
+            for t in (
+                "rule", "hook", "classifier", "mode", "safetyCheck", "workingDirectory",
+                "user", "timeout", "headless", "cancelled", "other",
+            )
+        ],
+    )
+    rule = forms.CharField(required=False, max_length=4096)
+    decided_by = forms.CharField(required=False, max_length=150)
+    surface = forms.CharField(required=False, max_length=32)
+    since = forms.DateTimeField(required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    until = forms.DateTimeField(required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+
+    def filters(self) -> dict[str, Any]:
+        return {key: value for key, value in self.cleaned_data.items() if value not in (None, "")}
+
+    def query(self) -> dict[str, str]:
+        """The filters as query-string values (the API's export takes ISO datetimes)."""
+        return {
+            key: value.isoformat() if hasattr(value, "isoformat") else str(value)
+            for key, value in self.filters().items()
+        }
+
+
+class RuleForm(forms.Form):
+    rule = forms.CharField(max_length=4096, help_text="Claude Code syntax, e.g. Bash(npm run test:*)")
+    behavior = forms.ChoiceField(choices=RuleBehavior.choices)
+    source = forms.ChoiceField(choices=[(s.value, s.label) for s in EDITABLE_SOURCES], initial="localSettings")
+    team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
+    scope = forms.ChoiceField(choices=RuleScope.choices)
+    agent = forms.ModelChoiceField(queryset=Agent.objects.none(), required=False)
+    project_path = forms.CharField(required=False, max_length=4096)
+    session_id = forms.CharField(required=False, max_length=200)
+    expires_at = forms.DateTimeField(
+        required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}), help_text="UTC; empty = never"
+    )
+    ask_timeout = forms.IntegerField(required=False, min_value=1, max_value=86_400, help_text="seconds")
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args: Any, teams: Any, agents: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = teams  # type: ignore[attr-defined]
+        self.fields["agent"].queryset = agents  # type: ignore[attr-defined]
+        if teams.count() == 1:
+            self.fields["team"].widget = forms.HiddenInput()
+            self.fields["team"].initial = teams.first()
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        agent, team = data.get("agent"), data.get("team")
+        if agent is not None and team is not None and agent.team_id != team.pk:
+            self.add_error("agent", "That agent belongs to another team.")
+        return data
+
+
+class ExplainForm(forms.Form):
+    """A tool call to dry-run through the engine."""
+
+    tool_name = forms.CharField(max_length=200, initial="Bash")
+    tool_input = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        initial='{"command": "git push --force origin main"}',
+        help_text="JSON object",
+    )
+    cwd = forms.CharField(required=False, max_length=4096, initial="/home/dev/project")
+    mode = forms.ChoiceField(choices=Mode.choices, initial=Mode.DEFAULT)
+    agent = forms.ModelChoiceField(
+        queryset=Agent.objects.none(), required=False, empty_label="any agent (rules for everyone)"
+    )
+    session_id = forms.CharField(required=False, max_length=200)
+
+    def __init__(self, *args: Any, agents: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].queryset = agents  # type: ignore[attr-defined]
+
+    def clean_tool_input(self) -> dict[str, Any]:
+        try:
+            value = json.loads(self.cleaned_data["tool_input"])
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"Not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}.") from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError('The tool input must be a JSON object, e.g. {"command": "ls"}.')
+        return value
+
+
+class AgentForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
+    mode = forms.ChoiceField(choices=Mode.choices, initial=Mode.DEFAULT, label="Default mode")
+
+    def __init__(self, *args: Any, teams: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = teams  # type: ignore[attr-defined]
+        if teams.count() == 1:
+            self.fields["team"].widget = forms.HiddenInput()
+            self.fields["team"].initial = teams.first()
+
+
+class ChatIdentityForm(forms.Form):
+    provider = forms.ChoiceField(choices=[(p, p.capitalize()) for p in CHAT_PROVIDERS])
+    external_id = forms.CharField(
+        max_length=200, label="Account id", help_text="Telegram numeric user id, or Slack member id (U…)"
+    )

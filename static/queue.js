@@ -1,0 +1,238 @@
+// The live queue (and the request detail page): cards arrive and change over /ws/dashboard/.
+//
+// Protocol (relay/consumers.py): send {"type":"subscribe"} first; the server answers with
+// a snapshot of pending cards (which replaces the list: it is the truth after any gap),
+// then pushes request.created / decided / cancelled / expired with the card's HTML,
+// request.claimed {id, by} ("alice is reviewing") and request.progress {id, data}.
+// Card HTML is rendered and escaped by the server from the same partial the page uses.
+"use strict";
+(() => {
+  const queue = document.getElementById("queue");
+  if (!queue) return;
+  const recent = document.getElementById("recent");
+  const empty = document.getElementById("queue-empty");
+  const live = document.getElementById("live");
+  const only = queue.dataset.only || null;
+  const csrfMeta = document.querySelector('meta[name="csrf-token"]');
+  const csrf = csrfMeta ? csrfMeta.content : "";
+  const baseTitle = document.title.replace(/^\(\d+\) /, "");
+  const PROGRESS_LIMIT = 20000;
+  let socket = null;
+  let backoff = 500;
+  let stopped = false;
+  let openId = null;
+
+  function setLive(state, text) {
+    if (!live) return;
+    live.dataset.state = state;
+    live.textContent = text;
+  }
+
+  function fromHtml(html) {
+    const template = document.createElement("template");
+    template.innerHTML = String(html || "").trim();
+    return template.content.firstElementChild;
+  }
+
+  function countPending() {
+    const n = document.querySelectorAll('#queue .card[data-state="pending"]').length;
+    document.title = (n ? "(" + n + ") " : "") + baseTitle;
+    const total = document.getElementById("pending-total");
+    if (total) total.textContent = String(n);
+    const nav = document.getElementById("nav-count");
+    if (nav) { nav.textContent = String(n); nav.dataset.count = String(n); }
+    if (empty) empty.hidden = queue.children.length > 0;
+    tick();
+  }
+
+  function place(id, html) {
+    if (only && id !== only) return;
+    const card = fromHtml(html);
+    if (!card) return;
+    const existing = document.getElementById("req-" + id);
+    if (existing) {
+      // Keep the person's half-typed deny reason if the card is re-rendered while pending.
+      const typed = existing.querySelector('input[name="message"]');
+      existing.replaceWith(card);
+      const again = card.querySelector('input[name="message"]');
+      if (typed && again) again.value = typed.value;
+    } else if (card.dataset.state === "pending") {
+      queue.append(card);
+    } else if (recent && !only) {
+      recent.prepend(card);
+    }
+    if (card.dataset.state !== "pending") {
+      card.classList.add("just-finished");
+      if (openId === id) openId = null;
+    }
+    countPending();
+  }
+
+  function snapshot(requests) {
+    if (only) {
+      const mine = requests.find((r) => r.id === only);
+      if (mine) place(mine.id, mine.html);
+      return;
+    }
+    const fragment = document.createDocumentFragment();
+    for (const item of requests) {
+      const card = fromHtml(item.html);
+      if (card) fragment.append(card);
+    }
+    queue.replaceChildren(fragment);
+    countPending();
+  }
+
+  function reviewing(id, by) {
+    const card = document.getElementById("req-" + id);
+    const note = card && card.querySelector(".reviewing");
+    if (!note) return;
+    note.textContent = by ? by + " is reviewing" : "";
+    note.hidden = !by;
+  }
+
+  function progress(id, data) {
+    const card = document.getElementById("req-" + id);
+    const out = card && card.querySelector(".progress");
+    if (!out) return;
+    const text = typeof data === "string" ? data : JSON.stringify(data);
+    out.hidden = false;
+    out.textContent = (out.textContent + text + (text.endsWith("\n") ? "" : "\n")).slice(-PROGRESS_LIMIT);
+    out.scrollTop = out.scrollHeight;
+  }
+
+  function send(message) {
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
+  }
+
+  function onMessage(event) {
+    let msg;
+    try { msg = JSON.parse(event.data); } catch (e) { return; }
+    switch (msg.type) {
+      case "snapshot": snapshot(msg.requests || []); break;
+      case "request.created":
+      case "request.decided":
+      case "request.cancelled":
+      case "request.expired": place(msg.id, msg.html); break;
+      case "request.claimed": reviewing(msg.id, msg.by); break;
+      case "request.progress": progress(msg.id, msg.data); break;
+      case "session.ended": stop("logged out"); break;
+      default: break;
+    }
+  }
+
+  function stop(reason) {
+    stopped = true;
+    setLive("offline", reason);
+    if (socket) socket.close();
+    if (reason === "logged out") window.location.assign("/accounts/login/");
+  }
+
+  function connect() {
+    if (stopped) return;
+    const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+    setLive("connecting", "connecting…");
+    socket = new WebSocket(scheme + window.location.host + (queue.dataset.ws || "/ws/dashboard/"));
+    socket.addEventListener("open", () => {
+      backoff = 500;
+      setLive("live", "live");
+      send({ type: "subscribe" });
+      if (openId) send({ type: "open", id: openId });
+    });
+    socket.addEventListener("message", onMessage);
+    socket.addEventListener("close", (event) => {
+      // 4401/4403: the session is gone (logged out here or elsewhere): do not hammer.
+      if (event.code === 4401 || event.code === 4403) { stop("logged out"); return; }
+      if (stopped) return;
+      setLive("offline", "reconnecting…");
+      window.setTimeout(connect, backoff);
+      backoff = Math.min(backoff * 2, 10000);
+    });
+  }
+
+  // --- deciding ---------------------------------------------------------------------------
+
+  async function decide(form, submitter) {
+    const data = new FormData(form, submitter);
+    if (!data.get("csrfmiddlewaretoken")) data.set("csrfmiddlewaretoken", csrf);
+    const buttons = form.querySelectorAll("button");
+    buttons.forEach((b) => { b.disabled = true; });
+    const error = form.querySelector(".form-error");
+    try {
+      const response = await fetch(form.action, {
+        method: "POST",
+        body: data,
+        credentials: "same-origin",
+        headers: { Accept: "application/json", "X-CSRFToken": csrf },
+      });
+      let body = null;
+      try { body = await response.json(); } catch (e) { body = null; }
+      if (body && body.html) place(body.id, body.html);
+      if (!response.ok) {
+        const fresh = document.getElementById(form.closest(".card").id);
+        const target = (fresh && fresh.querySelector(".form-error")) || error;
+        const text = (body && body.message) || "The server said " + response.status + ".";
+        if (target) { target.textContent = text; target.hidden = false; }
+        const note = fresh && fresh.querySelector(".outcome");
+        if (!target && note) note.title = text;
+      }
+    } catch (e) {
+      if (error) { error.textContent = "Could not reach Gatehouse; try again."; error.hidden = false; }
+    } finally {
+      buttons.forEach((b) => { if (!b.classList.contains("noop")) b.disabled = false; });
+    }
+  }
+
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    if (form instanceof HTMLFormElement && form.id === "logout-form") { stopped = true; return; }
+    if (!(form instanceof HTMLFormElement) || !form.classList.contains("decide")) return;
+    event.preventDefault();
+    decide(form, event.submitter);
+  });
+
+  // Enter in the reason field means "Deny with this reason", never the first button.
+  document.addEventListener("keydown", (event) => {
+    const input = event.target;
+    if (event.key !== "Enter" || !(input instanceof HTMLInputElement) || input.name !== "message") return;
+    const form = input.form;
+    const deny = form && form.querySelector('button[value="deny"]');
+    if (deny) { event.preventDefault(); deny.click(); }
+  });
+
+  // --- "alice is reviewing" -------------------------------------------------------------------
+
+  function opened(card) {
+    const id = card && card.dataset.state === "pending" ? card.dataset.id : null;
+    if (id === openId) return;
+    if (openId) send({ type: "close", id: openId });
+    openId = id;
+    if (id) send({ type: "open", id: id });
+  }
+  queue.addEventListener("focusin", (event) => opened(event.target.closest(".card")));
+  queue.addEventListener("pointerdown", (event) => opened(event.target.closest(".card")));
+  document.addEventListener("visibilitychange", () => { if (document.hidden) opened(null); });
+
+  // --- clocks ---------------------------------------------------------------------------------
+
+  function tick() {
+    const now = Date.now();
+    document.querySelectorAll('.card[data-state="pending"] .countdown').forEach((el) => {
+      const left = Math.round((Date.parse(el.dataset.deadline) - now) / 1000);
+      if (Number.isNaN(left)) return;
+      const m = Math.floor(Math.max(left, 0) / 60);
+      const s = String(Math.max(left, 0) % 60).padStart(2, "0");
+      el.textContent = left > 0 ? m + ":" + s + " left" : "expiring…";
+      el.classList.toggle("urgent", left <= 30);
+    });
+    document.querySelectorAll(".card .age").forEach((el) => {
+      const age = Math.max(0, Math.round((now - Date.parse(el.getAttribute("datetime"))) / 1000));
+      if (Number.isNaN(age)) return;
+      el.textContent = age < 60 ? age + "s ago" : age < 3600 ? Math.floor(age / 60) + "m ago" : Math.floor(age / 3600) + "h ago";
+    });
+  }
+
+  window.setInterval(tick, 1000);
+  countPending();
+  connect();
+})();

@@ -1,0 +1,117 @@
+"""Deciding from a card: a CSRF-protected POST that calls the race's one door, request_decide."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from approvals import services
+from approvals.models import Decision, PermissionRequest, Rule
+
+
+def ask(agent: Any, command: str = "rm -rf build") -> PermissionRequest:
+    call = {"tool_name": "Bash", "tool_input": {"command": command}, "session_id": "s1", "cwd": "/tmp/proj"}
+    result = services.request_submit(agent=agent, call=call)
+    assert result.decision is None
+    return result.request
+
+
+def client_for(user: Any, **kwargs: Any) -> Client:
+    client = Client(**kwargs)
+    client.force_login(user)
+    return client
+
+
+def csrf_token(client: Client) -> str:
+    """Load a page so Django sets the CSRF cookie, as a browser would."""
+    client.get("/")
+    return str(client.cookies["csrftoken"].value)
+
+
+@pytest.mark.django_db
+class DecidePostTests:
+    def test_it_allows_once_and_records_alice_via_web(self, alice: Any, ci_bot: Any) -> None:
+        req = ask(ci_bot.agent)
+        response = client_for(alice).post(f"/requests/{req.pk}/decide", {"action": "once"})
+        assert response.status_code == 302
+        decision = Decision.objects.get(request=req)
+        assert (decision.behavior, decision.decided_by, decision.surface) == ("allow", "alice", "web")
+        assert decision.decided_by_user == alice
+
+    def test_it_answers_json_with_the_updated_card_for_the_page_script(self, alice: Any, ci_bot: Any) -> None:
+        req = ask(ci_bot.agent)
+        response = client_for(alice).post(
+            f"/requests/{req.pk}/decide", {"action": "once"}, HTTP_ACCEPT="application/json"
+        )
+        assert response.status_code == 200
+        body = response.json()
+        assert body["ok"] is True and body["id"] == str(req.pk)
+        assert "decided by <strong class=\"decider\">alice</strong> via web" in body["html"]
+
+    def test_it_tells_the_second_decider_who_won(self, alice: Any, admin: Any, ci_bot: Any) -> None:
+        req = ask(ci_bot.agent)
+        assert client_for(alice).post(f"/requests/{req.pk}/decide", {"action": "once"}).status_code == 302
+        response = client_for(admin).post(
+            f"/requests/{req.pk}/decide", {"action": "deny"}, HTTP_ACCEPT="application/json"
+        )
+        assert response.status_code == 409
+        assert response.json()["message"] == "Already decided by alice via web."
+        assert Decision.objects.filter(request=req).count() == 1
+
+    def test_it_refuses_a_forged_post_from_bob_the_viewer(self, bob: Any, ci_bot: Any) -> None:
+        req = ask(ci_bot.agent)
+        client = client_for(bob, enforce_csrf_checks=True)
+        token = csrf_token(client)
+        response = client.post(f"/requests/{req.pk}/decide", {"action": "once", "csrfmiddlewaretoken": token})
+        assert response.status_code == 403
+        req.refresh_from_db()
+        assert req.state == "pending"
+
+    def test_it_hides_another_teams_request_from_mallory(self, mallory: Any, ci_bot: Any) -> None:
+        req = ask(ci_bot.agent)
+        assert client_for(mallory).post(f"/requests/{req.pk}/decide", {"action": "once"}).status_code == 404
+        req.refresh_from_db()
+        assert req.state == "pending"
+
+    def test_it_rejects_a_post_without_a_csrf_token(self, alice: Any, ci_bot: Any) -> None:
+        req = ask(ci_bot.agent)
+        response = client_for(alice, enforce_csrf_checks=True).post(f"/requests/{req.pk}/decide", {"action": "once"})
+        assert response.status_code == 403
+        req.refresh_from_db()
+        assert req.state == "pending"
+
+    def test_it_denies_with_the_reason_alice_typed(self, alice: Any, ci_bot: Any) -> None:
+        req = ask(ci_bot.agent)
+        client_for(alice).post(f"/requests/{req.pk}/decide", {"action": "deny", "message": "use make clean"})
+        decision = Decision.objects.get(request=req)
+        assert (decision.behavior, decision.message) == ("deny", "use make clean")
+
+    def test_it_saves_a_project_rule_for_some_hours_when_always_allowing(self, alice: Any, ci_bot: Any) -> None:
+        req = ask(ci_bot.agent, "npm run build")
+        client_for(alice).post(f"/requests/{req.pk}/decide", {"action": "always", "scope": "project", "hours": "8"})
+        rule = Rule.objects.get()
+        assert (rule.behavior, rule.scope, rule.project_path) == ("allow", "project", "/tmp/proj")
+        assert rule.expires_at is not None and rule.created_by == alice
+        assert Decision.objects.get(request=req).reason["saved_rule"] == rule.rule
+
+    def test_it_saves_a_session_rule_for_allow_for_session(self, alice: Any, ci_bot: Any) -> None:
+        req = ask(ci_bot.agent, "npm run build")
+        client_for(alice).post(f"/requests/{req.pk}/decide", {"action": "session"})
+        rule = Rule.objects.get()
+        assert (rule.scope, rule.session_id, rule.source) == ("session", "s1", "session")
+
+    def test_it_answers_400_to_an_unknown_action(self, alice: Any, ci_bot: Any) -> None:
+        req = ask(ci_bot.agent)
+        response = client_for(alice).post(
+            f"/requests/{req.pk}/decide", {"action": "maybe"}, HTTP_ACCEPT="application/json"
+        )
+        assert response.status_code == 400
+        assert "action" in response.json()["message"]
+        req.refresh_from_db()
+        assert req.state == "pending"
+
+    def test_it_refuses_a_get(self, alice: Any, ci_bot: Any) -> None:
+        req = ask(ci_bot.agent)
+        assert client_for(alice).get(f"/requests/{req.pk}/decide").status_code == 405
