@@ -78,7 +78,8 @@ def fill(rows: int, team_id: int, agent_ids: list[int], user_id: int) -> dict[st
     next_id = 1
     for offset in range(0, rows, CHUNK):
         t0 = time.perf_counter()
-        request_rows, decision_rows = [], []
+        request_rows: list[tuple[Any, ...]] = []
+        decision_rows: list[tuple[Any, ...]] = []
         for i in range(offset, min(rows, offset + CHUNK)):
             tool = rng.choice(TOOLS)
             agent_id = agent_ids[i % len(agent_ids)]
