@@ -9,7 +9,8 @@ from policy.shell.commands import SimpleCommand
 
 _SQL = re.compile(r"\b(DROP\s+(TABLE|DATABASE|SCHEMA)|TRUNCATE\s+TABLE)\b", re.IGNORECASE)
 _DELETE_ALL = re.compile(r"\bDELETE\s+FROM\s+\w+\s*(;|$|\"|')", re.IGNORECASE)
-_FORK_BOMB = re.compile(r"(\S+)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1")
+_FUNCTION_START = re.compile(r"\(\)\s*\{")
+_NAME_BEFORE = re.compile(r"([\w:.-]{1,64})\s*$")
 
 
 def _short_flags(words: Sequence[str]) -> str:
@@ -94,6 +95,21 @@ _BY_NAME: dict[str, Callable[[Sequence[str]], str | None]] = {
 }
 
 
+def _is_fork_bomb(source: str) -> bool:
+    """``name(){ name|name& }``: scan function openings only, so long input stays linear."""
+    for index, match in enumerate(_FUNCTION_START.finditer(source)):
+        if index >= 20:  # a real command line defines a handful of functions at most
+            break
+        before = _NAME_BEFORE.search(source[max(0, match.start() - 80) : match.start()])
+        if before is None:
+            continue
+        name = re.escape(before.group(1))
+        body = source[match.end() : match.end() + 200]
+        if re.search(rf"{name}\s*\|\s*{name}", body):
+            return True
+    return False
+
+
 def command_warning(command: SimpleCommand) -> str | None:
     """Return the warning for one simple command, if it is destructive."""
     name = command.name
@@ -114,6 +130,6 @@ def destructive_warning(source: str, commands: Sequence[SimpleCommand]) -> str |
         warnings.append("SQL DROP/TRUNCATE: deletes database objects")
     elif _DELETE_ALL.search(source):
         warnings.append("SQL DELETE without WHERE: deletes every row")
-    if _FORK_BOMB.search(source):
+    if _is_fork_bomb(source):
         warnings.append("fork bomb: spawns processes until the machine stalls")
     return "; ".join(warnings) if warnings else None
