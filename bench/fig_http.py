@@ -29,7 +29,8 @@ def _requests(token: str) -> dict[str, Any]:
 
     def submit(worker: int, n: int) -> tuple[str, str, dict[str, str], bytes]:
         body = {"tool_name": "Bash", "tool_input": {"command": "git status"},
-                "tool_use_id": f"toolu_{uuid.uuid4().hex}", "session_id": f"bench-session-{worker}", "cwd": "/tmp/bench"}
+                "tool_use_id": f"toolu_{uuid.uuid4().hex}", "session_id": f"bench-session-{worker}",
+                "cwd": "/tmp/bench"}
         return "POST", "/api/v1/permission-requests", auth, json_body(body)
 
     return {"health": health, "submit": submit}

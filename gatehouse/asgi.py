@@ -11,9 +11,16 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from relay.routing import websocket_urlpatterns  # noqa: E402
 
+websocket_routes = list(websocket_urlpatterns)
+if os.environ.get("GATEHOUSE_BENCH") == "1":
+    # The benchmarks' bare WebSocket echo (the push figures' baseline); never mounted otherwise.
+    from bench.echo import websocket_urlpatterns as bench_routes
+
+    websocket_routes += bench_routes
+
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": URLRouter(websocket_urlpatterns),
+        "websocket": URLRouter(websocket_routes),
     }
 )

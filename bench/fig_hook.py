@@ -1,0 +1,148 @@
+"""Figure 4: the Claude Code hook command, end to end, beside curl and the interpreter floor.
+
+Three commands timed by hyperfine (or by our own loop when hyperfine is missing), each
+answering one auto-decided PreToolUse call with a fresh `tool_use_id` (a replay would be
+cheaper than a real call):
+- `python -m agent.hook --server URL < input.json` (what Claude Code runs),
+- `curl --data-binary @input.json URL/hooks/claude-code` (the same JSON, no Python),
+- `python3 -c pass` (the interpreter's floor).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench.env import ROOT
+from bench.stats import Figure, Row, percentile
+
+TITLE = "Hook command: python -m agent.hook"
+
+
+def hook_input(cwd: str) -> dict[str, Any]:
+    return {
+        "session_id": "bench-hook-session",
+        "transcript_path": "/tmp/bench-transcript.jsonl",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "git status"},
+        "tool_use_id": f"toolu_{uuid.uuid4().hex}",
+    }
+
+
+def bare_python3() -> str:
+    """A real python3 binary: a pyenv shim on PATH is a shell script that costs ~200 ms."""
+    system = Path("/usr/bin/python3")
+    return str(system) if system.exists() else os.path.realpath(sys.executable)
+
+
+def commands(server_url: str, token: str, input_path: Path) -> dict[str, str]:
+    python = shlex.quote(sys.executable)
+    bare = shlex.quote(bare_python3())
+    path = shlex.quote(str(input_path))
+    return {
+        "floor": f"{bare} -c pass",
+        "venv_floor": f"{python} -c pass",
+        # The hook is standard library only, so a bare python3 runs it (no venv site-packages).
+        "hook": f"{bare} -m agent.hook --server {server_url} < {path}",
+        "hook_venv": f"{python} -m agent.hook --server {server_url} < {path}",
+        "curl": (
+            f"curl -sS -H 'Authorization: Bearer {token}' -H 'Content-Type: application/json' "
+            f"--data-binary @{path} {server_url}/hooks/claude-code"
+        ),
+    }
+
+
+def _refresh_input(input_path: Path) -> None:
+    input_path.write_text(json.dumps(hook_input(str(ROOT))))
+
+
+def _own_timing(cmds: dict[str, str], runs: int, input_path: Path, env: dict[str, str]) -> dict[str, Any]:
+    results = {}
+    for name, cmd in cmds.items():
+        times = []
+        for _ in range(runs):
+            _refresh_input(input_path)
+            t0 = time.perf_counter()
+            subprocess.run(cmd, shell=True, cwd=ROOT, env=env, capture_output=True, check=True)  # noqa: S602
+            times.append(time.perf_counter() - t0)
+        results[name] = times
+    return results
+
+
+def _hyperfine(
+    cmds: dict[str, str], runs: int, input_path: Path, env: dict[str, str], work_dir: Path
+) -> dict[str, Any]:
+    out = work_dir / "hyperfine.json"
+    refresh = f"{shlex.quote(sys.executable)} -c {shlex.quote(_REFRESH_SNIPPET)} {shlex.quote(str(input_path))}"
+    args = ["hyperfine", "--export-json", str(out), "--runs", str(runs), "--warmup", "3", "--prepare", refresh,
+            "--style", "none"]
+    for name, cmd in cmds.items():
+        args += ["--command-name", name, cmd]
+    subprocess.run(args, cwd=ROOT, env=env, check=True, capture_output=True, timeout=600)
+    data = json.loads(out.read_text())
+    return {entry["command"]: entry["times"] for entry in data["results"]}
+
+
+# Run by hyperfine's --prepare before every timed run: a fresh tool_use_id, untimed.
+_REFRESH_SNIPPET = (
+    "import json,sys,uuid; p=sys.argv[1]; d=json.load(open(p)); "
+    "d['tool_use_id']='toolu_'+uuid.uuid4().hex; json.dump(d, open(p,'w'))"
+)
+
+
+def _check_outputs(cmds: dict[str, str], input_path: Path, env: dict[str, str]) -> None:
+    for name in ("hook", "hook_venv", "curl"):
+        _refresh_input(input_path)
+        proc = subprocess.run(cmds[name], shell=True, cwd=ROOT, env=env, capture_output=True, text=True)  # noqa: S602
+        answer = json.loads(proc.stdout or "{}").get("hookSpecificOutput", {})
+        if answer.get("permissionDecision") != "allow":
+            raise RuntimeError(f"{name} did not answer allow: {proc.stdout[:300]!r} {proc.stderr[:300]!r}")
+
+
+def run(env: Any) -> Figure:
+    runs = 10 if env.quick else 40
+    input_path = env.work_dir / "hook-input.json"
+    _refresh_input(input_path)
+    with env.server("daphne") as server:
+        token = env.fixtures["agent_token"]
+        cmds = commands(server.url, token, input_path)
+        child_env = env.child_env(GATEHOUSE_TOKEN=token)
+        _check_outputs(cmds, input_path, child_env)
+        if shutil.which("hyperfine"):
+            tool = "hyperfine"
+            times = _hyperfine(cmds, runs, input_path, child_env, env.work_dir)
+        else:
+            tool = "own loop (hyperfine not installed)"
+            times = _own_timing(cmds, runs, input_path, child_env)
+    med = {name: percentile(t, 50) * 1000 for name, t in times.items()}
+    p99 = {name: percentile(t, 99) * 1000 for name, t in times.items()}
+    figure = Figure(4, TITLE, details={"tool": tool, "runs": runs, "median_ms": med, "p99_ms": p99,
+                                        "commands": {k: v.replace(token, "<token>") for k, v in cmds.items()}})
+    gap = med["hook"] - med["floor"]
+    figure.rows = [
+        Row("python3 -m agent.hook median wall time", round(med["hook"], 1), "ms", round(med["floor"], 1),
+            "python3 -c pass", round(med["hook"] / med["floor"], 2)),
+        Row("hook minus floor", round(gap, 1), "ms", None, "", None, "<= 15 ms", gap <= 15),
+        Row("hook under the venv python, median", round(med["hook_venv"], 1), "ms", round(med["venv_floor"], 1),
+            ".venv python -c pass", round(med["hook_venv"] / med["venv_floor"], 2)),
+        Row("curl to /hooks/claude-code median", round(med["curl"], 1), "ms", round(med["floor"], 1),
+            "python3 -c pass", round(med["curl"] / med["floor"], 2)),
+        Row("hook minus curl (client-side Python cost)", round(med["hook"] - med["curl"], 1), "ms"),
+    ]
+    if gap > 15:
+        figure.bottleneck = (
+            f"the server round trip (curl alone {med['curl']:.1f} ms) plus interpreter start "
+            f"({med['venv_floor']:.1f} ms): see docs/PERFORMANCE.md"
+        )
+    return figure
