@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import transaction
+from django.db import close_old_connections, connection, transaction
 from telegram import Bot, ForceReply, InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
@@ -357,7 +357,7 @@ class TelegramPoller:
             except RetryAfter as exc:
                 stop.wait(retry_seconds(exc))
                 continue
-            except TelegramError as exc:
+            except Exception as exc:  # network, 5xx, or a reply we cannot parse: never die
                 log.warning("telegram getUpdates failed (%s); retrying in %.0fs", exc, backoff)
                 stop.wait(backoff)
                 backoff = min(backoff * 2, self.max_backoff)
@@ -369,7 +369,9 @@ class TelegramPoller:
             polls += 1
             if polls % 20 == 1:
                 self.bridge.finalise_stragglers()
+            close_old_connections()
         self.runner.close()
+        connection.close()
 
     def _apply_all(self, updates: tuple[Update, ...], stop: threading.Event) -> bool:
         for update in updates:
