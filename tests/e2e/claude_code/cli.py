@@ -1,0 +1,96 @@
+"""Run the real Claude Code CLI headless, isolated, against the fake Anthropic API."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.claude_code.hookrun import ROOT
+from tests.fakes.anthropic_stream import FakeAnthropic
+
+HOOK_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure")
+
+
+def claude_bin() -> str:
+    return os.environ.get("GATEHOUSE_CLAUDE_BIN") or str(ROOT / ".tools" / "node_modules" / ".bin" / "claude")
+
+
+def hook_command(server: str, *args: str) -> str:
+    return " ".join(shlex.quote(p) for p in (sys.executable, "-m", "agent.hook", "--server", server, *args))
+
+
+def curl_command(server: str, max_time: int = 60) -> str:
+    return (
+        f'curl -sS --max-time {max_time} -H "Authorization: Bearer $GATEHOUSE_TOKEN" '
+        f"--data-binary @- {server}/hooks/claude-code"
+    )
+
+
+def hook_settings(command: str, events: tuple[str, ...] = HOOK_EVENTS, timeout: int = 60) -> dict[str, Any]:
+    """A Claude Code settings document that runs `command` for each event."""
+    entry = {"type": "command", "command": command, "timeout": timeout}
+    return {"hooks": {event: [{"matcher": "*", "hooks": [entry]}] for event in events}}
+
+
+@dataclass
+class ClaudeRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def messages(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.stdout.splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+    def result(self) -> dict[str, Any]:
+        return next((m for m in self.messages() if m.get("type") == "result"), {})
+
+
+def run_claude(
+    fake: FakeAnthropic,
+    home: Path,
+    project: Path,
+    settings: dict[str, Any],
+    *,
+    token: str,
+    prompt: str = "Do the task.",
+    timeout: float = 120,
+) -> ClaudeRun:
+    """One headless turn: `claude -p` with our hooks, talking to nothing but 127.0.0.1."""
+    home.mkdir(parents=True, exist_ok=True)
+    settings_path = home / "gatehouse-settings.json"
+    settings_path.write_text(json.dumps(settings))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "GATEHOUSE_"))}
+    env.update(
+        HOME=str(home),
+        CLAUDE_CONFIG_DIR=str(home / ".claude"),
+        ANTHROPIC_BASE_URL=fake.url,
+        ANTHROPIC_API_KEY="test",
+        DISABLE_TELEMETRY="1",
+        DISABLE_AUTOUPDATER="1",
+        DISABLE_ERROR_REPORTING="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL="1",
+        GATEHOUSE_TOKEN=token,
+        PYTHONPATH=str(ROOT),
+    )
+    done = subprocess.run(
+        [claude_bin(), "-p", prompt, "--output-format", "stream-json", "--verbose", "--settings", str(settings_path)],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return ClaudeRun(done.returncode, done.stdout, done.stderr)
