@@ -50,7 +50,7 @@ def _content_match(index: RuleIndex, behavior: str, ctx: CallContext) -> Compile
     if kind == "bash":
         return _bash_match(index, behavior, ctx)
     if kind in ("read", "edit"):
-        return _path_match(index.other, behavior, ctx, ctx.paths)
+        return _path_match(index, behavior, ctx, ctx.paths)
     if kind == "web":
         host = ctx.host or ""
         return _first_active(
@@ -133,34 +133,56 @@ def _bash_path_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> Co
     ]
     if not paths:
         return None
-    return strongest(_path_match(i.other, behavior, ctx, paths) for i in indexes)
+    return strongest(_path_match(i, behavior, ctx, paths) for i in indexes)
 
 
 # --- Paths ----------------------------------------------------------------------
 
 
 def _path_match(
-    rules: list[CompiledRule], behavior: str, ctx: CallContext, paths: list[NormalPath]
+    index: RuleIndex, behavior: str, ctx: CallContext, paths: list[NormalPath]
 ) -> CompiledRule | None:
-    if not paths:
+    if not paths or not index.path_buckets:
         return None
-    for rule in rules:
-        if rule.path is None or not rule.active(ctx.now):
+    spellings = [v for p in paths for v in p.variants()]
+    candidates = _candidates(index, ctx, spellings[0] if behavior == "allow" else None, spellings)
+    for rule in candidates:
+        if not rule.active(ctx.now):
             continue
         # deny/ask match any spelling of any path; allow needs every spelling of
         # every path (a symlink into a denied place must not be allowed by its name).
-        results = [_path_matches(rule, v, ctx) for p in paths for v in p.variants()]
-        if (behavior == "allow" and all(results)) or (behavior != "allow" and any(results)):
+        results = (_path_matches(rule, v, ctx) for v in spellings)
+        if (all(results) if behavior == "allow" else any(results)):
             return rule
     return None
 
 
+def _candidates(
+    index: RuleIndex, ctx: CallContext, only: str | None, spellings: list[str]
+) -> list[CompiledRule]:
+    """Rules that could match: same root and first segment, or unanchored patterns."""
+    found: dict[int, CompiledRule] = {}
+    for spelling in [only] if only is not None else spellings:
+        for root_kind in ("abs", "home", "cwd"):
+            relative = _relative(spelling, root_kind, ctx)
+            if relative is None:
+                continue
+            first = relative.split("/", 1)[0]
+            for key in ((root_kind, first), (root_kind, "")):
+                for rule in index.path_buckets.get(key, ()):
+                    found.setdefault(id(rule), rule)
+    return sorted(found.values(), key=lambda r: -r.rank)
+
+
+def _relative(path: str, root_kind: str, ctx: CallContext) -> str | None:
+    root = {"abs": "/", "home": ctx.home, "cwd": ctx.project_root}[root_kind]
+    if not is_inside(path, root):
+        return None
+    relative = path[1:] if root == "/" else path[len(root) + 1 :]
+    return relative or None
+
+
 def _path_matches(rule: CompiledRule, path: str, ctx: CallContext) -> bool:
     assert rule.path is not None
-    root = {"abs": "/", "home": ctx.home, "cwd": ctx.project_root}[rule.path.root]
-    if not is_inside(path, root):
-        return False
-    relative = path[1:] if root == "/" else path[len(root) + 1 :]
-    if not relative:
-        return False
-    return rule.path.regex.match(relative) is not None
+    relative = _relative(path, rule.path.root, ctx)
+    return relative is not None and rule.path.regex.match(relative) is not None

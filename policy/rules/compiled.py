@@ -65,6 +65,9 @@ class RuleIndex:
     whole_tool: list[CompiledRule] = field(default_factory=list)
     by_word: dict[str, list[CompiledRule]] = field(default_factory=dict)
     other: list[CompiledRule] = field(default_factory=list)
+    # Path rules by (root, literal first segment); "" holds patterns that can match
+    # at any depth. A path only meets the rules that could possibly match it.
+    path_buckets: dict[tuple[str, str], list[CompiledRule]] = field(default_factory=dict)
 
     def add(self, rule: CompiledRule) -> None:
         if rule.rule.content is None:
@@ -78,6 +81,11 @@ class RuleIndex:
         # Strongest source first, so the first match is the one to report.
         for bucket in (self.whole_tool, self.other, *self.by_word.values()):
             bucket.sort(key=lambda r: -r.rank)
+        self.path_buckets = {}
+        for rule in self.other:  # already strongest first
+            if rule.path is not None:
+                key = (rule.path.root, rule.path.anchor or "")
+                self.path_buckets.setdefault(key, []).append(rule)
 
 
 @dataclass

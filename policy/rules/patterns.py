@@ -61,6 +61,7 @@ class PathPattern:
     root: str  # "abs", "home" or "cwd"
     regex: re.Pattern[str]
     pattern: str
+    anchor: str | None = None  # literal first path segment, when the pattern has one
 
 
 def compile_path(content: str, rule_text: str) -> PathPattern:
@@ -83,7 +84,18 @@ def compile_path(content: str, rule_text: str) -> PathPattern:
     compiled = GitIgnoreSpecPattern(pattern)
     if compiled.regex is None or not compiled.include:
         raise RuleSyntaxError(f"{rule_text}: {content!r} is not a usable path pattern")
-    return PathPattern(root, compiled.regex, pattern)
+    return PathPattern(root, compiled.regex, pattern, _anchor(pattern))
+
+
+def _anchor(pattern: str) -> str | None:
+    """The literal first segment of an anchored gitignore pattern (``src/**`` → src)."""
+    body = pattern.lstrip("/")
+    # gitignore: a pattern is anchored when it has a slash before its last character.
+    anchored = pattern.startswith("/") or "/" in pattern.rstrip("/")
+    first = body.split("/", 1)[0]
+    if not anchored or not first or any(c in first for c in "*?[\\"):
+        return None
+    return first
 
 
 @dataclass(frozen=True)
