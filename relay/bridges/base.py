@@ -379,6 +379,11 @@ class SendQueue:
     def _run(self, job: Job) -> None:
         try:
             job.run()
+            if job.key:
+                # Measured from the end of the call, so slow work before the next call
+                # (or network jitter) can never squeeze two messages closer than allowed.
+                with self._cond:
+                    self._next_at[job.key] = time.monotonic() + self.per_key_interval
         except RetryLater as exc:
             log.info("%s: %s rate-limited, retrying in %.1fs", self.name, job.label, exc.after)
             with self._cond:
