@@ -109,7 +109,7 @@ class HookDecisionTests:
             services.request_decide(
                 request_id=request.pk, behavior="deny", surface="api", user=alice, message="Use make clean instead."
             )
-            code, out, err = finish(process)
+            _code, out, _err = finish(process)
         assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
         assert out["hookSpecificOutput"]["permissionDecisionReason"] == "Use make clean instead."
 
@@ -125,7 +125,7 @@ class HookDecisionTests:
     def test_it_applies_on_timeout_allow_and_records_it(self, ci_bot: Any) -> None:
         args = ("--timeout", "2", "--on-timeout", "allow")
         with live_server() as srv:
-            code, out, err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse"), *args)
+            _code, out, _err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse"), *args)
         assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
         [row] = decisions()
         assert row.behavior == "allow" and row.reason_type == "timeout"
@@ -133,14 +133,14 @@ class HookDecisionTests:
     def test_it_applies_on_timeout_ask_by_handing_back_to_claude(self, ci_bot: Any) -> None:
         args = ("--timeout", "2", "--on-timeout", "ask")
         with live_server() as srv:
-            code, out, err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse"), *args)
+            _code, out, _err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse"), *args)
         assert out["hookSpecificOutput"]["permissionDecision"] == "ask"
         [row] = decisions()
         assert row.request.state == "cancelled"
 
     def test_it_asks_locally_at_once_when_told(self, ci_bot: Any) -> None:
         with live_server() as srv:
-            code, out, err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse"), "--ask-locally")
+            _code, out, _err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse"), "--ask-locally")
         assert out["hookSpecificOutput"]["permissionDecision"] == "ask"
         assert pending_request() is not None
 
@@ -156,13 +156,13 @@ class HookUnreachableTests:
 
     def test_it_denies_when_told_to_and_the_server_is_down(self, ci_bot: Any) -> None:
         url = f"http://127.0.0.1:{free_port()}"
-        code, out, err = run_hook(url, ci_bot.token, hook_input("PermissionRequest"), "--on-unreachable", "deny")
+        _code, out, _err = run_hook(url, ci_bot.token, hook_input("PermissionRequest"), "--on-unreachable", "deny")
         assert out["hookSpecificOutput"]["decision"]["behavior"] == "deny"
         assert "unreachable" in out["hookSpecificOutput"]["decision"]["message"]
 
     def test_it_reports_a_bad_token_in_one_line(self, ci_bot: Any) -> None:
         with live_server() as srv:
-            code, out, err = run_hook(srv.url, "gha_wrong", hook_input("PreToolUse"), "--on-unreachable", "deny")
+            _code, out, err = run_hook(srv.url, "gha_wrong", hook_input("PreToolUse"), "--on-unreachable", "deny")
         assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
         assert "401" in err and "Traceback" not in err and err.count("\n") == 1
 
@@ -171,7 +171,7 @@ class HookUnreachableTests:
         token_file = tmp_path / "token"
         token_file.write_text(ci_bot.token + "\n")
         with live_server() as srv:
-            code, out, err = run_hook(srv.url, "", hook_input("PreToolUse"), GATEHOUSE_TOKEN_FILE=str(token_file))
+            _code, out, err = run_hook(srv.url, "", hook_input("PreToolUse"), GATEHOUSE_TOKEN_FILE=str(token_file))
         assert out["hookSpecificOutput"]["permissionDecision"] == "deny", err
 
     def test_it_survives_garbage_on_stdin(self, ci_bot: Any) -> None:
@@ -208,7 +208,7 @@ class HookEventTests:
         suggestions = [{"type": "setMode", "mode": "acceptEdits", "destination": "session"}]
         perm = hook_input("PermissionRequest", "rm -rf build", permission_suggestions=suggestions)
         with live_server() as srv:
-            code, out, _ = run_hook(srv.url, ci_bot.token, pre, "--ask-locally")
+            _, out, _ = run_hook(srv.url, ci_bot.token, pre, "--ask-locally")
             assert out["hookSpecificOutput"]["permissionDecision"] == "ask", out
             process = start_hook(srv.url, ci_bot.token, perm)
             request = wait_until(
@@ -216,7 +216,7 @@ class HookEventTests:
                 what="suggestions stored",
             )
             services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=alice)
-            code, out, err = finish(process)
+            _code, out, _err = finish(process)
         assert out == {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}
         assert PermissionRequest.objects.count() == 1
         assert len(decisions()) == 1

@@ -45,7 +45,8 @@ class Command(BaseCommand):
             return
         path = Path(options["output"]).expanduser()
         doc = read_settings(path)
-        permissions = doc.get("permissions") if isinstance(doc.get("permissions"), dict) else {}
+        current = doc.get("permissions")
+        permissions: dict[str, Any] = current if isinstance(current, dict) else {}
         doc["permissions"] = {**permissions, **exported["permissions"]}
         write_settings(path, doc)
         count = sum(len(v) for k, v in exported["permissions"].items() if isinstance(v, list))

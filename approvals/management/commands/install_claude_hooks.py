@@ -122,8 +122,14 @@ def write_settings(path: Path, doc: dict[str, Any]) -> None:
 class Command(BaseCommand):
     help = "Add (or with --uninstall remove) Gatehouse's hooks in a Claude Code settings file."
 
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        # `--settings` is Claude Code's word for its file; it replaces Django's
+        # settings-module option for this command (DJANGO_SETTINGS_MODULE still works).
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--settings", dest="settings_path", required=True, help="Claude Code settings file")
+        parser.set_defaults(settings=None)
         parser.add_argument("--server", default=settings.PUBLIC_URL, help="Gatehouse URL the agent reaches")
         parser.add_argument("--events", nargs="+", default=list(EVENTS), choices=EVENTS)
         parser.add_argument(

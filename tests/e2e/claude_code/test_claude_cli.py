@@ -23,7 +23,9 @@ from tests.live import LiveServer, free_port, live_server
 pytestmark = [
     pytest.mark.claude_cli,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not os.path.exists(claude_bin()), reason="Claude Code CLI not installed (make test installs it)"),
+    pytest.mark.skipif(
+        not os.path.exists(claude_bin()), reason="Claude Code CLI not installed (make test installs it)"
+    ),
 ]
 
 

@@ -1,0 +1,104 @@
+"""POST /hooks/claude-code on its own: bad input, auth, and the shapes Claude Code reads."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.test import AsyncClient, Client
+
+from tests.e2e.claude_code.hookrun import hook_input
+
+pytestmark = pytest.mark.django_db(transaction=True)
+URL = "/hooks/claude-code"
+
+
+def post(client: Client, body: Any, auth: dict[str, Any], query: str = "") -> Any:
+    data = body if isinstance(body, str | bytes) else json.dumps(body)
+    return client.post(URL + query, data=data, content_type="application/json", **auth)
+
+
+class HookEndpointInputTests:
+    def test_it_needs_an_agent_token(self, client: Client, alice: Any) -> None:
+        from approvals import services
+
+        assert post(client, hook_input("PreToolUse"), {}).status_code == 401
+        person = {"HTTP_AUTHORIZATION": f"Bearer {services.personal_token_create(user=alice)}"}
+        assert post(client, hook_input("PreToolUse"), person).status_code == 403
+
+    @pytest.mark.parametrize(
+        ("body", "message"),
+        [
+            ("{not json", "not valid JSON"),
+            ([], "JSON object"),
+            ({"tool_name": "Bash"}, "hook_event_name"),
+            ({**hook_input("PreToolUse"), "tool_input": "ls"}, "tool_input"),
+            ({**hook_input("PreToolUse"), "tool_use_id": ""}, "tool_use_id"),
+            ({**hook_input("PreToolUse"), "tool_name": 5}, "tool_name"),
+        ],
+    )
+    def test_it_explains_bad_input(self, client: Client, ci_bot: Any, body: Any, message: str) -> None:
+        response = post(client, body, ci_bot.auth)
+        assert response.status_code == 400
+        assert message in response.json()["error"]["message"]
+
+    def test_it_rejects_bad_options(self, client: Client, ci_bot: Any) -> None:
+        for query in ("?wait=abc", "?wait=-1", "?on_timeout=maybe", "?ask=elsewhere", "?context=nope"):
+            assert post(client, hook_input("PreToolUse"), ci_bot.auth, query).status_code == 400, query
+
+    def test_it_ignores_events_it_does_not_handle(self, client: Client, ci_bot: Any) -> None:
+        response = post(client, {"hook_event_name": "Stop", "session_id": "s"}, ci_bot.auth)
+        assert response.status_code == 200 and response.json() == {}
+
+
+class HookEndpointAnswerTests:
+    async def test_it_answers_pending_with_an_id_when_the_wait_is_short(self, ci_bot: Any) -> None:
+        client = AsyncClient()
+        body = hook_input("PreToolUse")
+        response = await client.post(
+            URL + "?wait=0",
+            data=json.dumps(body),
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {ci_bot.token}"},
+        )
+        assert response.status_code == 202
+        assert response.json()["gatehouse"]["status"] == "pending"
+
+    def test_a_replayed_pretooluse_is_the_same_request(self, client: Client, ci_bot: Any) -> None:
+        from approvals.models import PermissionRequest
+
+        body = hook_input("PreToolUse")
+        first = post(client, body, ci_bot.auth, "?wait=0").json()["gatehouse"]["id"]
+        second = post(client, body, ci_bot.auth, "?wait=0").json()["gatehouse"]["id"]
+        assert first == second and PermissionRequest.objects.count() == 1
+
+    def test_withdraw_cancels_as_answered_locally(self, client: Client, ci_bot: Any) -> None:
+        from approvals.models import Decision
+
+        body = hook_input("PermissionRequest")
+        post(client, body, ci_bot.auth, "?wait=0")
+        assert post(client, body, ci_bot.auth, "?withdraw=1").json() == {}
+        row = Decision.objects.get()
+        assert row.reason_type == "cancelled" and row.surface == "local"
+        # A late re-poll of the withdrawn call gives no decision: Claude Code's own prompt rules.
+        assert post(client, body, ci_bot.auth, "?wait=0").json() == {}
+
+    def test_the_default_wait_ends_in_a_timeout_deny(self, client: Client, ci_bot: Any, settings: Any) -> None:
+        settings.GATEHOUSE_HOOK_WAIT = 1
+        response = post(client, hook_input("PermissionRequest"), ci_bot.auth)
+        decision = response.json()["hookSpecificOutput"]["decision"]
+        assert decision["behavior"] == "deny" and "deadline" in decision["message"]
+
+    def test_post_tool_use_for_a_pending_request_cancels_it_as_answered_locally(
+        self, client: Client, ci_bot: Any
+    ) -> None:
+        from approvals.models import PermissionRequest
+
+        body = hook_input("PreToolUse")
+        post(client, body, ci_bot.auth, "?wait=0")
+        failure = {**body, "hook_event_name": "PostToolUseFailure", "error": "exit 1"}
+        assert post(client, failure, ci_bot.auth).json() == {}
+        request = PermissionRequest.objects.get()
+        assert request.state == "cancelled"
+        assert request.result == {"ok": False, "error": "exit 1"}
