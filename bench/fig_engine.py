@@ -98,6 +98,8 @@ def normalise(raw: Any) -> dict[str, Any]:
             p99 = next((node[keys[k]] for k in ("p99_us", "p99") if k in keys), None)
             if p99 is not None:
                 tool = next((str(node[keys[k]]) for k in ("tool", "tool_name", "call") if k in keys), "")
+                if not tool and "case" in keys:  # bench_policy.py: {"case": "Bash allow", "rules": 200, ...}
+                    tool = str(node[keys["case"]]).split()[0]
                 rules = next((str(node[keys[k]]) for k in ("rules", "n_rules", "rule_count") if k in keys), "")
                 tool = tool or next((t for t in trail if t.lower().startswith(("bash", "edit"))), "?")
                 rules = rules or next((t for t in trail if t.isdigit()), "?")
@@ -132,6 +134,9 @@ def run(env: Any) -> Figure:
         data = measure_in_process(env.quick)
     results = data["results"]
     figure.details = data
+    floor = results.get("baseline@0")
+    if floor is not None:
+        figure.rows.append(Row("floor: dict lookup + json.dumps p50 (bench_policy.py)", _stat_us(floor, "p50"), "µs"))
     for tool in ("Bash", "Edit"):
         base = results.get(f"{tool}@10")
         base_p99 = _stat_us(base, "p99") if base else float("nan")

@@ -1,0 +1,70 @@
+"""Figure 5: push latency with 100 pending requests and 20 dashboards, beside a bare
+WebSocket echo round trip on the same server process.
+
+- created: an agent's `permission_request` frame sent → `request.created` on a dashboard
+  (all 20 dashboards' arrivals are samples).
+- decided: an approver's `POST …/decision` sent → the `decision` frame at the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from bench import push
+from bench.stats import Figure, Row, ratio, summary_ms
+
+TITLE = "Push latency (100 pending, 20 dashboards)"
+PENDING = 100
+
+
+async def scenario(server: Any, fixtures: dict[str, Any], samples: int) -> dict[str, Any]:
+    echo_before = await push.echo_round_trips(server.ws_url, samples)
+    agent = await push.open_agent(server.ws_url, fixtures["agent_token"])
+    for _ in range(PENDING):
+        await push.submit_pending(agent)
+    dashboards = [await push.open_dashboard(server.ws_url, server.url, s) for s in fixtures["sessions"]]
+    async with push.approver_client(server.url, fixtures["approver_token"]) as http:
+        measured = await push.measure_push(agent, dashboards, http, samples)
+    echo_after = await push.echo_round_trips(server.ws_url, samples)
+    for sock in [agent, *dashboards]:
+        await sock.close()
+    return {
+        "echo": summary_ms(echo_before + echo_after),
+        "created_all_dashboards": summary_ms(measured.created),
+        "created_first_dashboard": summary_ms(measured.created_first),
+        "decided_to_agent": summary_ms(measured.decided),
+        "decision_post": summary_ms(measured.decide_http),
+        "errors": measured.errors[:5],
+        "error_count": len(measured.errors),
+        "dashboards": len(dashboards),
+        "pending": PENDING,
+    }
+
+
+def push_rows(data: dict[str, Any], goals: bool = True) -> list[Row]:
+    echo = data["echo"]
+    rows = []
+    for key, name in (("created_all_dashboards", "submit -> request.created (all 20 dashboards)"),
+                      ("decided_to_agent", "decision -> agent")):
+        s = data[key]
+        rows.append(Row(f"{name} p50", s["p50_ms"], "ms", echo["p50_ms"], "echo p50",
+                        ratio(s["p50_ms"], echo["p50_ms"]),
+                        "p50 <= 5 ms" if goals else "", s["p50_ms"] <= 5 if goals else None))
+        rows.append(Row(f"{name} p99", s["p99_ms"], "ms", echo["p99_ms"], "echo p99",
+                        ratio(s["p99_ms"], echo["p99_ms"]),
+                        "p99 <= 20 ms" if goals else "", s["p99_ms"] <= 20 if goals else None))
+    rows.append(Row("lost pushes / errors", data["error_count"], "", None, "", None, "0", data["error_count"] == 0))
+    return rows
+
+
+def run(env: Any) -> Figure:
+    samples = 15 if env.quick else 60
+    with env.server("daphne") as server:
+        data = asyncio.run(scenario(server, env.fixtures, samples))
+    figure = Figure(5, TITLE, details=data)
+    figure.rows = push_rows(data)
+    figure.rows.insert(4, Row("first dashboard's request.created p50", data["created_first_dashboard"]["p50_ms"],
+                              "ms", data["echo"]["p50_ms"], "echo p50",
+                              ratio(data["created_first_dashboard"]["p50_ms"], data["echo"]["p50_ms"])))
+    return figure
