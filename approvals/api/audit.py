@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from approvals import selectors
-from approvals.api.common import ApiView, IsPerson, StrictSerializer
+from approvals.api.common import ApiView, IsPerson, QuerySerializer
 from approvals.api.shapes import ErrorSerializer
 from approvals.models import Decision
 
@@ -103,7 +103,7 @@ async def _export(rows: QuerySet[Decision], fmt: str) -> AsyncIterator[str]:
 class AuditListApi(ApiView):
     permission_classes = [IsPerson]
 
-    class FilterSerializer(StrictSerializer):
+    class FilterSerializer(QuerySerializer):
         agent = serializers.CharField(max_length=100, required=False)
         session = serializers.CharField(max_length=200, required=False)
         tool = serializers.CharField(max_length=200, required=False)

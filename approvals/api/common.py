@@ -6,13 +6,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from rest_framework import permissions, serializers
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from approvals.api.errors import PayloadTooLarge
 from approvals.api.parsers import LimitedJSONParser
 from approvals.auth import AgentPrincipal
 
@@ -33,7 +36,7 @@ class IsPerson(permissions.BasePermission):
 
 
 class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not know, so a typo is an error and not a silent default."""
+    """Refuses unknown fields and numbers where text belongs: a mistake is an error, not a guess."""
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, dict):
@@ -42,7 +45,19 @@ class StrictSerializer(serializers.Serializer):
                 raise serializers.ValidationError(
                     {key: [f"unknown field; allowed fields are {', '.join(sorted(self.fields))}"] for key in unknown}
                 )
+            not_text = {
+                key: ["must be a string"]
+                for key, field in self.fields.items()
+                if isinstance(field, serializers.CharField) and data.get(key) is not None
+                and not isinstance(data[key], str) and not isinstance(self, QuerySerializer)
+            }
+            if not_text:
+                raise serializers.ValidationError(not_text)
         return super().to_internal_value(data)
+
+
+class QuerySerializer(StrictSerializer):
+    """Query-string filters: every value arrives as text, so only unknown keys are refused."""
 
 
 class WaitQuerySerializer(serializers.Serializer):
@@ -95,3 +110,10 @@ class ApiView(APIView):
 
     parser_classes = [LimitedJSONParser]
     content_negotiation_class = JsonNegotiation
+
+    def handle_exception(self, exc: Exception) -> Response:
+        # DRF reads JSON bodies through `request.body`, where Django enforces
+        # DATA_UPLOAD_MAX_MEMORY_SIZE with a SuspiciousOperation; say what it is: a 413.
+        if isinstance(exc, RequestDataTooBig):
+            exc = PayloadTooLarge(f"The body is larger than the {settings.GATEHOUSE_MAX_BODY_BYTES // 1024} KiB limit.")
+        return super().handle_exception(exc)

@@ -18,6 +18,7 @@ from approvals.api.common import (
     ApiView,
     IsAgent,
     IsPerson,
+    QuerySerializer,
     StrictSerializer,
     surface_of,
     wait_seconds,
@@ -152,7 +153,7 @@ class PermissionRequestSubmitApi(ApiView):
 class PermissionRequestListApi(ApiView):
     permission_classes = [IsPerson]
 
-    class FilterSerializer(StrictSerializer):
+    class FilterSerializer(QuerySerializer):
         state = serializers.ChoiceField(choices=RequestState.choices, required=False)
         agent = serializers.CharField(max_length=100, required=False)
         session = serializers.CharField(max_length=200, required=False)

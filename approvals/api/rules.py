@@ -12,7 +12,7 @@ from rest_framework.response import Response
 
 import policy
 from approvals import selectors, services
-from approvals.api.common import ApiView, IsPerson, StrictSerializer, without_nul
+from approvals.api.common import ApiView, IsPerson, QuerySerializer, StrictSerializer, without_nul
 from approvals.api.shapes import ErrorSerializer
 from approvals.models import Context, Mode, Role, Rule, RuleBehavior, RuleScope, RuleSource, Team
 
@@ -120,7 +120,7 @@ def service_call(func: Any, **kwargs: Any) -> Any:
 class RuleListApi(ApiView):
     permission_classes = [IsPerson]
 
-    class FilterSerializer(StrictSerializer):
+    class FilterSerializer(QuerySerializer):
         source = serializers.ChoiceField(choices=RuleSource.choices, required=False)  # type: ignore[assignment]
         behavior = serializers.ChoiceField(choices=RuleBehavior.choices, required=False)
         scope = serializers.ChoiceField(choices=RuleScope.choices, required=False)

@@ -1,0 +1,120 @@
+"""Deciding over HTTP: the first answer wins, every later one gets 409 naming the winner."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from approvals.models import Decision, Rule
+from tests.approvals.conftest import Api
+
+
+def decide_url(request: Any) -> str:
+    return f"/api/v1/permission-requests/{request.pk}/decision"
+
+
+@pytest.mark.django_db
+class DecideTests:
+    def test_it_lets_an_approver_allow_and_records_who_and_how(self, api_as: Any, alice: Any, pending: Any) -> None:
+        request = pending()
+        response = api_as(alice).post(decide_url(request), {"behavior": "allow", "message": "go ahead"})
+        assert response.status_code == 200, response.content
+        decision = response.json()["decision"]
+        assert decision["behavior"] == "allow"
+        assert decision["decided_by"] == "alice"
+        assert decision["surface"] == "api"
+        assert decision["reason"]["type"] == "user"
+        row = Decision.objects.get(request=request)
+        assert (row.decided_by_user, row.surface) == (alice, "api")
+
+    def test_it_answers_409_naming_the_winner_to_the_second_decider(
+        self, api_as: Any, alice: Any, admin: Any, pending: Any
+    ) -> None:
+        request = pending()
+        assert api_as(alice).post(decide_url(request), {"behavior": "deny"}).status_code == 200
+        late = api_as(admin).post(decide_url(request), {"behavior": "allow"})
+        assert late.status_code == 409
+        error = late.json()["error"]
+        assert error["code"] == "already_decided"
+        assert error["message"] == "already decided by alice via api"
+        assert late.json()["request"]["decision"]["behavior"] == "deny"
+        assert Decision.objects.filter(request=request).count() == 1
+
+    def test_it_names_a_cancelled_request_in_the_409(self, api_as: Any, alice: Any, ci_bot: Any, pending: Any) -> None:
+        request = pending()
+        cancel = Api(ci_bot.auth).post(f"/api/v1/permission-requests/{request.pk}/cancel", {"reason": "answered locally"})
+        assert cancel.status_code == 200
+        assert cancel.json()["status"] == "cancelled"
+        late = api_as(alice).post(decide_url(request), {"behavior": "allow"})
+        assert late.status_code == 409
+        assert late.json()["error"]["message"] == "already cancelled by agent ci-bot via local"
+
+    def test_it_records_surface_web_for_a_browser_session_with_csrf(self, alice: Any, pending: Any) -> None:
+        request = pending()
+        client = Client(enforce_csrf_checks=True)
+        client.force_login(alice)
+        refused = Api(client=client).post(decide_url(request), {"behavior": "allow"})
+        assert refused.status_code == 403
+        assert "CSRF" in refused.json()["error"]["message"]
+        client.get("/accounts/login/")
+        token = client.cookies["csrftoken"].value
+        response = Api(client=client).post(decide_url(request), {"behavior": "allow"}, HTTP_X_CSRFTOKEN=token)
+        assert response.status_code == 200, response.content
+        assert response.json()["decision"]["surface"] == "web"
+
+    def test_it_saves_a_rule_when_asked_to_remember(self, api_as: Any, alice: Any, pending: Any) -> None:
+        request = pending(tool_input={"command": "npm run build"}, session_id="s9")
+        response = api_as(alice).post(
+            decide_url(request), {"behavior": "allow", "remember": "session", "remember_hours": 2}
+        )
+        assert response.status_code == 200, response.content
+        rule = Rule.objects.get()
+        assert (rule.rule, rule.behavior, rule.scope, rule.session_id) == (
+            "Bash(npm run build:*)", "allow", "session", "s9",
+        )
+        assert rule.expires_at is not None
+        assert response.json()["decision"]["reason"]["saved_rule"] == "Bash(npm run build:*)"
+
+    def test_it_passes_an_approvers_edited_input_to_the_agent(self, api_as: Any, alice: Any, pending: Any) -> None:
+        request = pending()
+        edited = {"command": "rm -rf build/cache"}
+        response = api_as(alice).post(decide_url(request), {"behavior": "allow", "updated_input": edited})
+        assert response.json()["decision"]["updated_input"] == edited
+
+    def test_it_refuses_a_viewer(self, api_as: Any, bob: Any, pending: Any) -> None:
+        request = pending()
+        response = api_as(bob).post(decide_url(request), {"behavior": "allow"})
+        assert response.status_code == 403
+        assert "approver" in response.json()["error"]["message"]
+        assert not Decision.objects.filter(request=request).exists()
+
+    def test_it_refuses_every_agent_even_the_requester(self, ci_bot: Any, pending: Any) -> None:
+        request = pending()
+        response = Api(ci_bot.auth).post(decide_url(request), {"behavior": "allow"})
+        assert response.status_code == 403
+        assert not Decision.objects.filter(request=request).exists()
+
+    def test_it_hides_another_teams_request_from_its_approver(self, api_as: Any, mallory: Any, pending: Any) -> None:
+        response = api_as(mallory).post(decide_url(pending()), {"behavior": "allow"})
+        assert response.status_code == 404
+
+    @pytest.mark.parametrize(
+        ("body", "field"),
+        [
+            ({"behavior": "maybe"}, "behavior"),
+            ({"behavior": "allow", "remember": "forever"}, "remember"),
+            ({"behavior": "allow", "remember_hours": -1}, "remember_hours"),
+            ({"behavior": "allow", "updated_input": "rm -rf /"}, "updated_input"),
+            ({"behavior": "allow", "colour": "red"}, "colour"),
+        ],
+    )
+    def test_it_rejects_bad_answers_with_the_field(
+        self, api_as: Any, alice: Any, pending: Any, body: dict[str, Any], field: str
+    ) -> None:
+        request = pending()
+        response = api_as(alice).post(decide_url(request), body)
+        assert response.status_code == 400
+        assert field in response.json()["error"]["fields"]
+        assert not Decision.objects.filter(request=request).exists()

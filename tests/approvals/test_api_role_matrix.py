@@ -1,0 +1,98 @@
+"""Who may call which endpoint: every persona against every API endpoint, as one table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from approvals import services
+from approvals.models import Rule
+from tests.approvals.conftest import ASK_CALL, Api, person_api
+
+PERSONAS = ["anonymous", "wrong_token", "revoked_token", "agent", "other_agent",
+            "viewer", "approver", "outsider", "admin"]
+
+# Each cell is the status code that persona gets; `{req}` and `{rule}` are fresh objects
+# of the default team (ci-bot's pending request, a default-team rule) for every cell.
+# The schema is public (it holds no data); a token that is sent must still be valid.
+EXPECTED = """
+endpoint        anonymous wrong_token revoked_token agent other_agent viewer approver outsider admin
+submit          401       401         401           202   202         403    403      403      403
+list            401       401         401           403   403         200    200      200      200
+detail          401       401         401           202   404         202    202      404      202
+cancel          401       401         401           200   404         403    403      403      403
+decide          401       401         401           403   403         403    200      404      200
+audit           401       401         401           403   403         200    200      200      200
+rules_list      401       401         401           403   403         200    200      200      200
+rules_create    401       401         401           403   403         403    201      403      201
+rule_detail     401       401         401           403   403         200    200      404      200
+rule_update     401       401         401           403   403         403    200      404      200
+rule_delete     401       401         401           403   403         403    204      404      204
+rules_explain   401       401         401           403   403         200    200      200      200
+health          401       401         401           200   200         200    200      200      200
+schema          200       401         401           200   200         200    200      200      200
+"""
+
+ENDPOINTS: dict[str, tuple[str, str, Any]] = {
+    "submit": ("post", "/api/v1/permission-requests", ASK_CALL),
+    "list": ("get", "/api/v1/permission-requests?state=pending", None),
+    "detail": ("get", "/api/v1/permission-requests/{req}", None),
+    "cancel": ("post", "/api/v1/permission-requests/{req}/cancel", {}),
+    "decide": ("post", "/api/v1/permission-requests/{req}/decision", {"behavior": "allow"}),
+    "audit": ("get", "/api/v1/audit", None),
+    "rules_list": ("get", "/api/v1/rules", None),
+    "rules_create": ("post", "/api/v1/rules", {"rule": "Bash(ls:*)", "behavior": "allow", "team": "default"}),
+    "rule_detail": ("get", "/api/v1/rules/{rule}", None),
+    "rule_update": ("patch", "/api/v1/rules/{rule}", {"note": "changed"}),
+    "rule_delete": ("delete", "/api/v1/rules/{rule}", None),
+    "rules_explain": ("post", "/api/v1/rules/explain", {"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+    "health": ("get", "/api/v1/health", None),
+    "schema": ("get", "/api/schema/", None),
+}
+
+
+def expected_table() -> dict[tuple[str, str], int]:
+    lines = [line.split() for line in EXPECTED.strip().splitlines()]
+    header = lines[0][1:]
+    return {(row[0], persona): int(code) for row in lines[1:] for persona, code in zip(header, row[1:], strict=True)}
+
+
+@pytest.mark.django_db
+class RoleMatrixTests:
+    def test_it_gives_every_persona_exactly_the_expected_status_on_every_endpoint(
+        self, ci_bot: Any, other_bot: Any, alice: Any, bob: Any, mallory: Any, admin: Any, default_team: Any
+    ) -> None:
+        revoked, revoked_token = services.agent_create(name="retired-bot", team=default_team)
+        services.agent_revoke(agent=revoked)
+        clients: dict[str, Callable[[], Api]] = {
+            "anonymous": lambda: Api(),
+            "wrong_token": lambda: Api({"HTTP_AUTHORIZATION": "Bearer gha_not-a-real-token"}),
+            "revoked_token": lambda: Api({"HTTP_AUTHORIZATION": f"Bearer {revoked_token}"}),
+            "agent": lambda: Api(ci_bot.auth),
+            "other_agent": lambda: Api(other_bot.auth),
+            "viewer": lambda: person_api(bob),
+            "approver": lambda: person_api(alice),
+            "outsider": lambda: person_api(mallory),
+            "admin": lambda: person_api(admin),
+        }
+        counter = iter(range(100_000))
+        actual: dict[tuple[str, str], int] = {}
+        for endpoint, (method, template, body) in ENDPOINTS.items():
+            for persona in PERSONAS:
+                request = services.request_submit(
+                    agent=ci_bot.agent, call={**ASK_CALL, "tool_use_id": f"matrix_{next(counter)}"}
+                ).request
+                rule = Rule.objects.create(rule="Bash(make:*)", behavior="allow", source="localSettings",
+                                           team=default_team)
+                path = template.format(req=request.pk, rule=rule.pk)
+                submit_body = {**body, "tool_use_id": f"matrix_{next(counter)}"} if endpoint == "submit" else body
+                response = clients[persona]().call(method, path, submit_body)
+                actual[(endpoint, persona)] = response.status_code
+                if response.status_code >= 400 and endpoint != "schema":
+                    # Every refusal is the API's JSON error shape with a message to act on.
+                    assert response.json()["error"]["message"], (endpoint, persona)
+        expected = expected_table()
+        wrong = {cell: (actual[cell], code) for cell, code in expected.items() if actual[cell] != code}
+        assert wrong == {}, "cells as (actual, expected): " + repr(wrong)
