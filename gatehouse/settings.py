@@ -151,7 +151,9 @@ if REDIS_URL:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                "hosts": [REDIS_URL],
+                # redis-py 8 defaults to a 5 s socket timeout, the same as channels-redis's
+                # 5 s BZPOPMIN: an idle consumer's read would time out and kill its socket.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
                 "prefix": env_str("GATEHOUSE_REDIS_PREFIX", "gatehouse"),
                 "capacity": 1000,
                 "expiry": 60,

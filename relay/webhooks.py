@@ -108,8 +108,10 @@ def _call_all(hooks: list[Webhook], payload: dict[str, Any]) -> list[tuple[Webho
             log.warning("webhook %s (%s) failed: %s", hook.name, hook.url, exc)
             return exc
 
-    if len(hooks) == 1:
-        return [(hooks[0], one(hooks[0]))]
+    if not hooks:
+        return []
+    if len(hooks) <= 1:
+        return [(hook, one(hook)) for hook in hooks]
     with ThreadPoolExecutor(max_workers=min(len(hooks), 8)) as pool:
         return list(zip(hooks, pool.map(one, hooks), strict=True))
 
