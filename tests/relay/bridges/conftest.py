@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -113,3 +114,78 @@ def wait_until(predicate: Any, timeout: float = 15.0) -> Any:
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.05)
     return value
+
+
+class AgentCall:
+    """An agent submitting one call over HTTP and waiting for the decision, in a thread."""
+
+    def __init__(self, server_url: str, token: str, command: str, *, wait: int = 60) -> None:
+        self.response: Any = None
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+        body = {
+            "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": f"tu-{command}",
+            "session_id": "s1", "cwd": "/repo",
+        }
+
+        def run() -> None:
+            import httpx
+
+            try:
+                self.response = httpx.post(
+                    f"{server_url}/api/v1/permission-requests?wait={wait}", json=body,
+                    headers={"Authorization": f"Bearer {token}"}, timeout=wait + 30,
+                )
+            except BaseException as exc:
+                self.error = exc
+            finally:
+                self._done.set()
+
+        threading.Thread(target=run, daemon=True).start()
+
+    def result(self, timeout: float = 30) -> Any:
+        assert self._done.wait(timeout), "the agent was not released in time"
+        if self.error is not None:
+            raise self.error
+        return self.response
+
+
+def slack_env(fake: FakeSlack) -> dict[str, str]:
+    return {
+        "SLACK_BOT_TOKEN": fake.token, "SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_CHANNEL": SLACK_CHANNEL,
+        "SLACK_APPROVERS": ALICE_SLACK, "SLACK_API_URL": fake.url + "/api", "SLACK_CHANNEL_INTERVAL_MS": "0",
+    }
+
+
+def telegram_env(fake: FakeTelegram) -> dict[str, str]:
+    return {
+        "TELEGRAM_BOT_TOKEN": fake.token, "TELEGRAM_CHAT_ID": CHAT_ID, "TELEGRAM_APPROVERS": str(ALICE_TG),
+        "TELEGRAM_API_URL": fake.url, "TELEGRAM_CHAT_INTERVAL_MS": "0",
+    }
+
+
+@contextmanager
+def telegram_bot(fake: FakeTelegram, **extra: str) -> Iterator[Any]:
+    """`python manage.py run_telegram_bot` against the fake, sharing the test database."""
+    import subprocess
+    import sys
+
+    from tests.live import ROOT, server_env
+
+    log_path = ROOT / "var" / "test-logs" / f"telegram-bot-{fake.url.rsplit(':', 1)[1]}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "run_telegram_bot", "--poll-timeout", "1"],
+            cwd=ROOT, env=server_env(**telegram_env(fake), **extra), stdout=log_file, stderr=subprocess.STDOUT,
+        )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
