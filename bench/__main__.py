@@ -33,6 +33,7 @@ FIGURES: dict[int, str] = {
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer iterations and rows (< 2 minutes)")
+    parser.add_argument("--smoke", action="store_true", help="tiniest sizes: checks every figure still runs")
     parser.add_argument("--only", default="", help="comma-separated figure numbers, e.g. 1,6")
     parser.add_argument("--json", default=str(ROOT / "bench" / "results.json"), help="where to write results")
     parser.add_argument("--docs", default=str(ROOT / "docs" / "PERFORMANCE.md"), help="page whose table to rewrite")
@@ -57,7 +58,7 @@ def run_figure(number: int, module_name: str, env: BenchEnv) -> list[Figure]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     wanted = {int(n) for n in args.only.split(",") if n.strip()} or set(FIGURES) | {3}
-    env = BenchEnv(quick=args.quick)
+    env = BenchEnv(quick=args.quick, smoke=args.smoke)
     started = time.monotonic()
     figures: list[Figure] = []
     try:
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     figures = sorted((f for f in figures if f.number in wanted), key=lambda f: f.number)
     meta = {
         "quick": args.quick,
+        "smoke": args.smoke,
         "seconds": round(time.monotonic() - started, 1),
         "database": env.database_kind,
         "redis": "private redis-server" if env._private_redis else "REDIS_URL",

@@ -125,6 +125,7 @@ class Server:
 @dataclass
 class BenchEnv:
     quick: bool
+    smoke: bool = False  # the smoke tests' size: every figure runs, nothing is meaningful
     work_dir: Path = field(default_factory=lambda: ROOT / "var" / "bench")
     redis_url: str = ""
     redis_prefix: str = field(default_factory=lambda: f"gh-bench-{os.getpid()}")
@@ -135,6 +136,10 @@ class BenchEnv:
     _redis_pid_file: Path | None = None
     _private_redis: bool = False
     _servers: list[Server] = field(default_factory=list)
+
+    def pick(self, smoke: Any, quick: Any, full: Any) -> Any:
+        """The size of something for this run's mode."""
+        return smoke if self.smoke else quick if self.quick else full
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -152,7 +157,7 @@ class BenchEnv:
             self.database_url = f"sqlite:///{path}"
             self.database_kind = "sqlite"
         self.manage("migrate", "--noinput", "-v", "0")
-        self.fixtures = self.django_json("bench.fixtures", "--agents", "1000" if not self.quick else "100")
+        self.fixtures = self.django_json("bench.fixtures", "--agents", str(self.pick(20, 100, 1000)))
 
     def stop(self) -> None:
         for server in list(self._servers):

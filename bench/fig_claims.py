@@ -147,7 +147,7 @@ def worker(requests: int, floor_iterations: int) -> dict[str, Any]:
 
 
 def run(env: Any) -> Figure:
-    requests, floor_iterations = (30, 200) if env.quick else (300, 1000)
+    requests, floor_iterations = env.pick((3, 10), (30, 200), (300, 1000))
     data = env.django_json("bench.fig_claims", "--requests", str(requests), "--floor", str(floor_iterations))
     floor_p99 = data["floor"]["set_nx_plus_commit"]["p99_ms"]
     race = data["race"]

@@ -80,10 +80,12 @@ def measure_in_process(quick: bool) -> dict[str, Any]:
     return {"source": "bench/fig_engine.py (bench_policy.py absent)", "results": results}
 
 
-def run_bench_policy(quick: bool, work_dir: Path) -> dict[str, Any]:
+def run_bench_policy(quick: bool, work_dir: Path, iterations: int | None) -> dict[str, Any]:
     out = work_dir / "bench_policy.json"
     out.unlink(missing_ok=True)
     cmd = [sys.executable, str(BENCH_POLICY), "--json", str(out)] + (["--quick"] if quick else [])
+    if iterations:
+        cmd += ["--iterations", str(iterations)]
     subprocess.run(cmd, cwd=ROOT, check=True, timeout=600, capture_output=True)
     return {"source": "bench/bench_policy.py", "raw": json.loads(out.read_text())}
 
@@ -125,13 +127,13 @@ def run(env: Any) -> Figure:
     figure = Figure(1, TITLE)
     if BENCH_POLICY.exists():
         try:
-            data = run_bench_policy(env.quick, env.work_dir)
+            data = run_bench_policy(env.quick or env.smoke, env.work_dir, env.pick(20, None, None))
             data["results"] = normalise(data["raw"])
         except Exception as exc:  # fall back to our own measurement, and say why
-            data = measure_in_process(env.quick)
+            data = measure_in_process(env.quick or env.smoke)
             data["bench_policy_error"] = str(exc)[-500:]
     else:
-        data = measure_in_process(env.quick)
+        data = measure_in_process(env.quick or env.smoke)
     results = data["results"]
     figure.details = data
     floor = results.get("baseline@0")

@@ -111,7 +111,7 @@ def _check_outputs(cmds: dict[str, str], input_path: Path, env: dict[str, str]) 
 
 
 def run(env: Any) -> Figure:
-    runs = 10 if env.quick else 40
+    runs = env.pick(2, 10, 40)
     input_path = env.work_dir / "hook-input.json"
     _refresh_input(input_path)
     with env.server("daphne") as server:

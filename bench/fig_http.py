@@ -47,14 +47,15 @@ def _check_submit(sample: Sample) -> str | None:
     return None if decision.get("behavior") == "allow" else f"not auto-allowed: {sample.body[:200]!r}"
 
 
-def measure_server(ports: list[int], token: str, quick: bool) -> dict[str, Any]:
+def measure_server(ports: list[int], token: str, per_connection: int, quick: bool) -> dict[str, Any]:
     """Each level: warm up, then health, submit, health, submit (interleaved against drift)."""
     factories = _requests(token)
     checks = {"health": _check_health, "submit": _check_submit}
     rounds = 1 if quick else 2
     per_level: dict[str, Any] = {}
     for level in LEVELS:
-        total = (20 if quick else 150) * max(1, min(level, 4))
+        # At least `per_connection` requests on each connection, and never fewer than 20 in all.
+        total = max(20 if per_connection > 1 else level, per_connection * min(level, 8))
         asyncio.run(run_load(ports, level, min(total, 64), factories["submit"], _check_submit))  # warm-up
         merged: dict[str, LoadResult] = {"health": LoadResult(), "submit": LoadResult()}
         for _ in range(rounds):
@@ -76,7 +77,7 @@ def run(env: Any) -> list[Figure]:
     results: dict[str, Any] = {}
     for kind in ("daphne", "uvicorn"):
         with env.server(kind) as server:
-            results[kind] = measure_server([server.port], token, env.quick)
+            results[kind] = measure_server([server.port], token, env.pick(1, 8, 100), env.quick or env.smoke)
     fig2 = Figure(2, TITLE2, details={"daphne": results["daphne"]})
     fig3 = Figure(3, TITLE3, details=results)
     for level in LEVELS:

@@ -18,10 +18,10 @@ TITLE = "Push latency (100 pending, 20 dashboards)"
 PENDING = 100
 
 
-async def scenario(server: Any, fixtures: dict[str, Any], samples: int) -> dict[str, Any]:
+async def scenario(server: Any, fixtures: dict[str, Any], samples: int, pending: int) -> dict[str, Any]:
     echo_before = await push.echo_round_trips(server.ws_url, samples)
     agent = await push.open_agent(server.ws_url, fixtures["agent_token"])
-    for _ in range(PENDING):
+    for _ in range(pending):
         await push.submit_pending(agent)
     dashboards = [await push.open_dashboard(server.ws_url, server.url, s) for s in fixtures["sessions"]]
     async with push.approver_client(server.url, fixtures["approver_token"]) as http:
@@ -38,7 +38,7 @@ async def scenario(server: Any, fixtures: dict[str, Any], samples: int) -> dict[
         "errors": measured.errors[:5],
         "error_count": len(measured.errors),
         "dashboards": len(dashboards),
-        "pending": PENDING,
+        "pending": pending,
     }
 
 
@@ -59,9 +59,9 @@ def push_rows(data: dict[str, Any], goals: bool = True) -> list[Row]:
 
 
 def run(env: Any) -> Figure:
-    samples = 15 if env.quick else 60
+    samples = env.pick(2, 10, 60)
     with env.server("daphne") as server:
-        data = asyncio.run(scenario(server, env.fixtures, samples))
+        data = asyncio.run(scenario(server, env.fixtures, samples, env.pick(5, PENDING, PENDING)))
     figure = Figure(5, TITLE, details=data)
     figure.rows = push_rows(data)
     figure.rows.insert(4, Row("first dashboard's request.created p50", data["created_first_dashboard"]["p50_ms"],
