@@ -139,6 +139,7 @@ class GatehouseClient:
         backoff_max: float = 15.0,
         http_fallback_after: int = 5,
         long_poll_seconds: float = 25.0,
+        progress_interval: float = 0.25,
     ) -> None:
         self.url = url.rstrip("/")
         self.token = token
@@ -149,6 +150,9 @@ class GatehouseClient:
         # Failed reconnects in a row before requests in flight move to HTTP long-poll.
         self.http_fallback_after = http_fallback_after
         self.long_poll_seconds = long_poll_seconds
+        self.progress_interval = progress_interval
+        self._progress: dict[str, dict[str, str]] = {}
+        self._progress_flusher: asyncio.Task[None] | None = None
         self.mode: Literal["websocket", "http"] | None = None
         self.reconnects = 0
         self._ws: ClientConnection | None = None
@@ -204,7 +208,7 @@ class GatehouseClient:
     async def close(self) -> None:
         """Stop reading, close the socket and fail whatever is still waiting."""
         self._closed = True
-        tasks = [t for t in (self._reader, *self._pollers) if t is not None]
+        tasks = [t for t in (self._reader, self._progress_flusher, *self._pollers) if t is not None]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -267,14 +271,41 @@ class GatehouseClient:
             await self._http_client().post(f"/api/v1/permission-requests/{request_id}/cancel", json={})
 
     async def progress(self, request_id: str, data: Any) -> None:
-        """Stream tool output to the dashboard (best effort: dropped while disconnected)."""
-        if self.mode == "websocket":
+        """Stream tool output to the dashboard (best effort: dropped while disconnected).
+
+        - ``{"stream", "text"}`` chunks are coalesced and sent at most every
+          ``progress_interval`` seconds per request, each frame capped at
+          ``PROGRESS_TEXT_CHARS`` (the newest text kept): a chatty command must not trip
+          the server's frame-rate limit, which would cost the socket every request on it.
+        """
+        if self.mode != "websocket":
+            return
+        if not (isinstance(data, dict) and set(data) == {"stream", "text"} and isinstance(data["text"], str)):
             await self._send_if_connected({"type": "progress", "id": request_id, "data": data})
+            return
+        buffers = self._progress.setdefault(request_id, {})
+        buffers[data["stream"]] = _tail(buffers.get(data["stream"], "") + data["text"])
+        if self._progress_flusher is None or self._progress_flusher.done():
+            self._progress_flusher = asyncio.create_task(self._flush_progress_later())
+
+    async def _flush_progress_later(self) -> None:
+        while self._progress and not self._closed:
+            await asyncio.sleep(self.progress_interval)
+            for request_id in list(self._progress):
+                await self._flush_progress(request_id)
+
+    async def _flush_progress(self, request_id: str) -> None:
+        for stream, text in self._progress.pop(request_id, {}).items():
+            frame = {"type": "progress", "id": request_id, "data": {"stream": stream, "text": text}}
+            with contextlib.suppress(TimeoutError):
+                # A stalled socket must not stall the tool whose output this is.
+                await asyncio.wait_for(self._send_if_connected(frame), 5)
 
     async def tool_result(self, request_id: str, *, ok: bool, output: Any = None, error: str = "") -> None:
         """Report how the allowed call ended (best effort: dropped while disconnected)."""
         if self.mode != "websocket":
             return
+        await self._flush_progress(request_id)
         frame: dict[str, Any] = {"type": "tool_result", "id": request_id, "ok": ok}
         if ok:
             frame["output"] = output
@@ -456,6 +487,16 @@ class GatehouseClient:
         self._fatal = exc
         for handle in list(self._by_ref.values()):
             handle._fail(exc)
+
+
+PROGRESS_TEXT_CHARS = 16_000
+
+
+def _tail(text: str) -> str:
+    if len(text) <= PROGRESS_TEXT_CHARS:
+        return text
+    kept = text[-PROGRESS_TEXT_CHARS:]
+    return f"[… {len(text) - len(kept)} characters skipped …]\n{kept}"
 
 
 def _json_body(response: httpx.Response) -> dict[str, Any]:

@@ -237,10 +237,17 @@ class ToolRunner:
         assert call.tool is not None
         return {
             "tool_name": call.tool.name, "tool_input": call.tool_input, "cwd": str(self.context.cwd),
-            "additional_directories": [str(d) for d in self.context.additional_directories],
+            "additional_directories": self._directories_for(call.tool),
             "mode": self.mode, "context": "interactive", "session_id": self.context.session_id,
             "pre_tool_use_hooks": self._hooks_for_engine(call), "classifier_verdict": call.classifier,
         }
+
+    def _directories_for(self, tool: Tool) -> list[str]:
+        directories = [str(d) for d in self.context.additional_directories]
+        if tool.read_only:
+            # Reading back a result saved to disk is part of the same work, not a new reach.
+            directories.extend(str(d) for d in self.context.read_only_roots)
+        return directories
 
     def _hooks_for_engine(self, call: Call) -> list[dict[str, Any]]:
         outputs = list(call.hook_outputs)
@@ -256,6 +263,7 @@ class ToolRunner:
             "tool_name": call.tool.name, "tool_input": call.tool_input, "tool_use_id": call.tool_use_id or None,
             "session_id": self.context.session_id, "cwd": str(self.context.cwd),
             "permission_mode": self.mode, "context": self.context_kind,
+            "additional_directories": self._directories_for(call.tool),
         }
         # Local hook verdicts stay local: the server refuses agent-supplied hook outputs,
         # since an agent could otherwise approve itself. Gatehouse decides on its own rules.

@@ -87,3 +87,14 @@ def add_rule(rule: str, behavior: str, source: str = "projectSettings") -> None:
     from approvals import services
 
     services.rule_create(rule=rule, behavior=behavior, source=source, team=services.default_team())
+
+
+async def stored_result(tool_use_id: str, timeout: float = 10.0) -> Any:
+    """The result the server recorded for a call (tool_result frames are fire-and-forget)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = await in_db(requests_for)(tool_use_id)
+        if rows and rows[0].result is not None:
+            return rows[0].result
+        await asyncio.sleep(0.05)
+    return None

@@ -19,7 +19,16 @@ from agent.runner import ToolRunner
 from agent.tools import BashOutputTool, BashTool, ReadTool, Tool, ToolContext, ToolOutput
 from agent.tools.base import ProgressCallback
 from policy.tools.schemas import McpInput
-from tests.agent.sdk_support import Approver, add_rule, approver_token, audit_rows, gatehouse, in_db, requests_for
+from tests.agent.sdk_support import (
+    Approver,
+    add_rule,
+    approver_token,
+    audit_rows,
+    gatehouse,
+    in_db,
+    requests_for,
+    stored_result,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
 __all__ = ["approver_token", "gatehouse"]  # fixtures, imported for pytest
@@ -155,8 +164,7 @@ class RunnerAgainstGatehouseTests:
         assert result.request_id == row["id"]
         assert result.permission and result.permission["decided_by"] == "alice"
         assert {"stream": "stdout", "text": "made it\n"} in seen
-        [request] = await in_db(requests_for)("toolu_ask")
-        assert request.result == {"ok": True, "output": "made it"}
+        assert await stored_result("toolu_ask") == {"ok": True, "output": "made it"}
 
     async def test_it_returns_the_approvers_message_when_a_human_denies(
         self, gatehouse: Any, ci_bot: Any, approver_token: str, workdir: Path
@@ -194,8 +202,7 @@ class RunnerAgainstGatehouseTests:
         assert failures[0]["error"] == "Error: kaboom in /secret/path"
         # Telemetry names the class, never the path in the message.
         assert telemetry[0]["error_class"] == "RuntimeError" and "secret" not in str(telemetry)
-        [request] = await in_db(requests_for)("toolu_boom")
-        assert request.result == {"ok": False, "error": "Error: kaboom in /secret/path"}
+        assert await stored_result("toolu_boom") == {"ok": False, "error": "Error: kaboom in /secret/path"}
 
     async def test_it_stops_a_tool_at_its_timeout(self, gatehouse: Any, ci_bot: Any, workdir: Path) -> None:
         await in_db(add_rule)("mcp__demo", "allow")
