@@ -281,7 +281,7 @@ def _params(headers: Any, body: bytes) -> dict[str, Any]:
         from email.policy import HTTP
 
         message = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + body)
-        parts = message.iter_parts()  # type: ignore[attr-defined]
+        parts = message.iter_parts()
         pairs = [(part.get_param("name", header="content-disposition"), part.get_content()) for part in parts]
     else:
         pairs = parse_qsl(body.decode())

@@ -150,14 +150,14 @@ class AgentCall:
         return self.response
 
 
-def slack_env(fake: FakeSlack) -> dict[str, str]:
+def slack_env(fake: FakeSlack) -> dict[str, Any]:
     return {
         "SLACK_BOT_TOKEN": fake.token, "SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_CHANNEL": SLACK_CHANNEL,
         "SLACK_APPROVERS": ALICE_SLACK, "SLACK_API_URL": fake.url + "/api", "SLACK_CHANNEL_INTERVAL_MS": "0",
     }
 
 
-def telegram_env(fake: FakeTelegram) -> dict[str, str]:
+def telegram_env(fake: FakeTelegram) -> dict[str, Any]:
     return {
         "TELEGRAM_BOT_TOKEN": fake.token, "TELEGRAM_CHAT_ID": CHAT_ID, "TELEGRAM_APPROVERS": str(ALICE_TG),
         "TELEGRAM_API_URL": fake.url, "TELEGRAM_CHAT_INTERVAL_MS": "0",
