@@ -3,7 +3,7 @@
 // Protocol (relay/consumers.py): send {"type":"subscribe"} first; the server answers with
 // a snapshot of pending cards (which replaces the list: it is the truth after any gap),
 // then pushes request.created / decided / cancelled / expired with the card's HTML,
-// request.claimed {id, by} ("alice is reviewing") and request.progress {id, data}.
+// request.claimed / request.released {id, by} ("alice is reviewing") and request.progress {id, data}.
 // Card HTML is rendered and escaped by the server from the same partial the page uses.
 "use strict";
 (() => {
@@ -115,6 +115,7 @@
       case "request.cancelled":
       case "request.expired": place(msg.id, msg.html); break;
       case "request.claimed": reviewing(msg.id, msg.by); break;
+      case "request.released": reviewing(msg.id, null); break;
       case "request.progress": progress(msg.id, msg.data); break;
       case "session.ended": stop("logged out"); break;
       default: break;
@@ -159,7 +160,7 @@
     buttons.forEach((b) => { b.disabled = true; });
     const error = form.querySelector(".form-error");
     try {
-      const response = await fetch(form.action, {
+      const response = await fetch(form.getAttribute("action"), {
         method: "POST",
         body: data,
         credentials: "same-origin",

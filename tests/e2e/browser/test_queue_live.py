@@ -1,0 +1,88 @@
+"""The live queue in a real browser: pushes, deciding, and two people watching one request."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.browser.conftest import PUSH_TIMEOUT_MS, ask, in_thread, wait_live
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+class LiveQueueTests:
+    def test_it_shows_a_request_submitted_after_the_page_loaded_within_a_second(
+        self, page_for: Any, alice: Any, ci_bot: Any
+    ) -> None:
+        page = page_for(alice)
+        wait_live(page)
+        assert page.title().startswith("Queue")
+        req = ask(ci_bot.agent)
+        page.wait_for_selector(f"#req-{req.pk}", timeout=PUSH_TIMEOUT_MS)
+        assert page.locator(f"#req-{req.pk} .sh-cmd").first.inner_text() == "rm"
+        page.wait_for_function("document.title.startsWith('(1) ')", timeout=PUSH_TIMEOUT_MS)
+
+    def test_it_releases_the_waiting_agent_when_alice_clicks_allow(
+        self, page_for: Any, server: Any, alice: Any, ci_bot: Any
+    ) -> None:
+        page = page_for(alice)
+        wait_live(page)
+        answers: list[httpx.Response] = []
+
+        def agent_waits() -> None:
+            call = {"tool_name": "Bash", "tool_input": {"command": "make deploy"}, "session_id": "s1", "cwd": "/tmp"}
+            answers.append(
+                httpx.post(
+                    f"{server.url}/api/v1/permission-requests?wait=30",
+                    json=call,
+                    headers={"Authorization": f"Bearer {ci_bot.token}"},
+                    timeout=40,
+                )
+            )
+
+        waiter = threading.Thread(target=agent_waits)
+        waiter.start()
+        card = page.wait_for_selector(".card[data-state='pending']", timeout=10_000)
+        assert card is not None
+        card.query_selector("button[value='once']").click()
+        waiter.join(timeout=20)
+        assert answers and answers[0].status_code == 200, answers and answers[0].text
+        decision = answers[0].json()["decision"]
+        assert (decision["behavior"], decision["decided_by"], decision["surface"]) == ("allow", "alice", "web")
+        page.wait_for_selector(".card[data-state='decided'] .decider:text-is('alice')", timeout=5_000)
+
+    def test_it_shows_a_second_browser_who_decided(self, page_for: Any, alice: Any, bob: Any, ci_bot: Any) -> None:
+        req = ask(ci_bot.agent)
+        alice_page, bob_page = page_for(alice), page_for(bob)
+        wait_live(alice_page)
+        wait_live(bob_page)
+        bob_page.wait_for_selector(f"#req-{req.pk}")
+        alice_page.fill(f"#req-{req.pk} input[name='message']", "not on a Friday")
+        alice_page.click(f"#req-{req.pk} button[value='deny']")
+        bob_page.wait_for_selector(f"#req-{req.pk}[data-state='decided']", timeout=5_000)
+        outcome = bob_page.inner_text(f"#req-{req.pk} .outcome")
+        assert "decided by alice via web" in outcome and "Denied" in outcome
+        assert "not on a Friday" in outcome
+
+    def test_it_tells_others_that_alice_is_reviewing(self, page_for: Any, alice: Any, bob: Any, ci_bot: Any) -> None:
+        req = ask(ci_bot.agent)
+        alice_page, bob_page = page_for(alice), page_for(bob)
+        wait_live(alice_page)
+        wait_live(bob_page)
+        alice_page.click(f"#req-{req.pk} input[name='message']")
+        bob_page.wait_for_selector(f"#req-{req.pk} .reviewing:text-is('alice is reviewing')", timeout=5_000)
+
+    def test_it_greys_out_a_card_the_deadline_expired(self, page_for: Any, alice: Any, ci_bot: Any) -> None:
+        from approvals import services
+
+        req = ask(ci_bot.agent)
+        page = page_for(alice)
+        wait_live(page)
+        page.wait_for_selector(f"#req-{req.pk} .countdown:has-text('left')", timeout=3_000)
+        in_thread(services.request_expire, request=req)
+        page.wait_for_selector(f"#req-{req.pk}[data-state='expired']", timeout=5_000)
+        assert "Timed out" in page.inner_text(f"#req-{req.pk} .outcome")
+        assert page.locator(f"#req-{req.pk} button").count() == 0
