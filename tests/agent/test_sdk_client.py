@@ -52,7 +52,8 @@ class ClientTests:
         approver = Approver(gatehouse.url, approver_token)
         async with GatehouseClient(gatehouse.url, ci_bot.token) as client:
             ids = [f"toolu_many_{n}" for n in range(5)]
-            waits = [asyncio.create_task(client.request_permission(bash(i, f"make step{n}"))) for n, i in enumerate(ids)]
+            calls = [bash(tool_use_id, f"make step{n}") for n, tool_use_id in enumerate(ids)]
+            waits = [asyncio.create_task(client.request_permission(call)) for call in calls]
             # Answer in reverse order: each decision must reach its own caller.
             for n, tool_use_id in reversed(list(enumerate(ids))):
                 await approver.answer(tool_use_id, "allow" if n % 2 == 0 else "deny", f"answer {n}")
