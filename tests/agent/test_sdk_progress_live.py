@@ -41,7 +41,7 @@ class BashProgressTests:
         cookie = await in_db(session_cookie)(alice)
         headers = {"Cookie": f"sessionid={cookie}"}
         async with connect(f"{gatehouse.ws_url}/ws/dashboard/", additional_headers=headers,
-                           origin=gatehouse.url, proxy=None) as dashboard:  # type: ignore[arg-type]
+                           origin=gatehouse.url, proxy=None) as dashboard:
             await dashboard.send(json.dumps({"type": "subscribe"}))
             assert json.loads(await asyncio.wait_for(dashboard.recv(), 10))["type"] == "snapshot"
             async with GatehouseClient(gatehouse.url, ci_bot.token) as client:
