@@ -369,6 +369,8 @@ class TelegramPoller:
             polls += 1
             if polls % 20 == 1:
                 self.bridge.finalise_stragglers()
+            if polls % 5000 == 1:  # Telegram redelivers for 24 hours; keep two days of ids
+                services.processed_updates_prune(surface=SURFACE)
             close_old_connections()
         self.runner.close()
         connection.close()
