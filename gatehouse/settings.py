@@ -163,6 +163,16 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 GATEHOUSE_REDIS_PREFIX = env_str("GATEHOUSE_REDIS_PREFIX", "gatehouse")
+# Login failure counters (approvals/ratelimit.py) are shared by every process through Redis.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "ratelimit": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+         "KEY_PREFIX": f"{GATEHOUSE_REDIS_PREFIX}:rl", "OPTIONS": {"socket_timeout": 2}}
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ratelimit"}
+    ),
+}
 
 # --- Gatehouse behaviour --------------------------------------------------------------
 
@@ -201,6 +211,10 @@ GATEHOUSE_HOOK_WAIT = env_int("GATEHOUSE_HOOK_WAIT", 0)
 # --- Auth -----------------------------------------------------------------------------
 
 LOGIN_URL = "/accounts/login/"
+# Failed logins allowed per (address, username) and per address within the window (seconds).
+GATEHOUSE_LOGIN_MAX_FAILURES = env_int("GATEHOUSE_LOGIN_MAX_FAILURES", 5)
+GATEHOUSE_LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("GATEHOUSE_LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
+GATEHOUSE_LOGIN_WINDOW = env_int("GATEHOUSE_LOGIN_WINDOW", 900)
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 AUTH_PASSWORD_VALIDATORS = [

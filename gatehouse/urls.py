@@ -6,12 +6,17 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from approvals.api.claude_code import claude_code_hook
 from approvals.api.errors import not_found as api_not_found
+from approvals.ratelimit import login_view
 from approvals.views import logout_view
 
 urlpatterns = [
+    # The admin's own login form would be an unthrottled way to guess passwords.
+    path("admin/login/", login_view),
     path("admin/", admin.site.urls),
     # Before Django's own: logging out also closes the person's dashboard sockets.
     path("accounts/logout/", logout_view, name="logout"),
+    # Before Django's own: failed logins are counted and throttled (approvals/ratelimit.py).
+    path("accounts/login/", login_view, name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
