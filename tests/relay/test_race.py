@@ -1,0 +1,126 @@
+"""First responder wins: two browsers and an API client race for one ask."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import Any
+
+import httpx
+import pytest
+
+from approvals import services
+from approvals.models import Decision, PermissionRequest
+from relay import race
+from tests.live import LiveServer
+from tests.relay.wsclient import (
+    agent_connect,
+    ask_call,
+    dashboard_connect,
+    in_thread,
+    of_type,
+    receive_until,
+    send,
+    session_cookie,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def browser(srv: LiveServer, cookie: str) -> httpx.AsyncClient:
+    """A logged-in browser tab: session cookie, CSRF cookie and header, same origin."""
+    csrf = secrets.token_hex(16)
+    return httpx.AsyncClient(
+        base_url=srv.url,
+        cookies={"sessionid": cookie, "csrftoken": csrf},
+        headers={"X-CSRFToken": csrf, "Origin": srv.url, "Accept": "application/json"},
+        timeout=20,
+    )
+
+
+class RaceTests:
+    def test_exactly_one_of_two_browsers_and_an_api_client_wins(
+        self, relay_server: LiveServer, ci_bot: Any, alice: Any, admin: Any
+    ) -> None:
+        alice_cookie, admin_cookie = session_cookie(alice), session_cookie(admin)
+        api_token = services.personal_token_create(user=alice)
+
+        async def scenario() -> dict[str, Any]:
+            async with agent_connect(relay_server, ci_bot.token) as agent, \
+                    dashboard_connect(relay_server, alice_cookie) as board_a, \
+                    dashboard_connect(relay_server, admin_cookie) as board_b, \
+                    browser(relay_server, alice_cookie) as tab_a, browser(relay_server, admin_cookie) as tab_b, \
+                    httpx.AsyncClient(base_url=relay_server.url, timeout=20,
+                                      headers={"Authorization": f"Bearer {api_token}"}) as api:
+                for board in (board_a, board_b):
+                    await send(board, {"type": "subscribe"})
+                    await receive_until(board, of_type("snapshot"))
+                await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
+                request_id = (await receive_until(agent, of_type("pending")))["id"]
+                for board in (board_a, board_b):
+                    await receive_until(board, of_type("request.created", id=request_id))
+                responses = await asyncio.gather(
+                    tab_a.post(f"/requests/{request_id}/decide", data={"action": "once"}),
+                    tab_b.post(f"/requests/{request_id}/decide", data={"action": "deny", "message": "no"}),
+                    api.post(f"/api/v1/permission-requests/{request_id}/decision", json={"behavior": "allow"}),
+                )
+                decision = await receive_until(agent, of_type("decision"))
+                pushes = [await receive_until(b, of_type("request.decided", id=request_id)) for b in (board_a, board_b)]
+                return {"id": request_id, "responses": responses, "decision": decision, "pushes": pushes}
+
+        outcome = asyncio.run(scenario())
+        statuses = sorted(r.status_code for r in outcome["responses"])
+        assert statuses == [200, 409, 409], [r.text for r in outcome["responses"]]
+        row = Decision.objects.get(request_id=outcome["id"])
+        assert Decision.objects.filter(request_id=outcome["id"]).count() == 1
+        assert outcome["decision"]["decision"]["behavior"] == row.behavior
+        assert outcome["decision"]["decision"]["decided_by"] == row.decided_by
+        for push in outcome["pushes"]:
+            assert push["decided_by"] == row.decided_by and push["surface"] == row.surface
+        for loser in (r for r in outcome["responses"] if r.status_code == 409):
+            assert row.decided_by in loser.text
+
+    def test_a_loser_hears_who_won_and_how(self, ci_bot: Any, alice: Any, admin: Any,
+                                           transactional_db: None) -> None:
+        request = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
+        first = race.answer(request.pk, "deny", surface="telegram", user=alice)
+        second = race.answer(request.pk, "allow", surface="web", user=admin)
+        assert first.won and not second.won
+        assert race.loser_message(second) == "already decided by alice via telegram (denied)"
+        assert PermissionRequest.objects.get(pk=request.pk).state == "decided"
+
+    def test_answers_after_an_expiry_lose_with_the_reason(self, ci_bot: Any, alice: Any) -> None:
+        from django.test import override_settings
+
+        from relay.sweeper import sweep_once
+
+        with override_settings(GATEHOUSE_ASK_TIMEOUT=0):
+            request = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
+        assert sweep_once() == 1
+        late = race.answer(request.pk, "allow", surface="slack", user=alice)
+        assert not late.won
+        assert race.loser_message(late) == "already expired: nobody answered before the deadline"
+
+    def test_concurrent_answers_in_one_process_make_one_decision(self, ci_bot: Any, alice: Any) -> None:
+        import threading
+
+        from django.db import connection
+
+        request = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
+        barrier = threading.Barrier(8)
+        results: list[bool] = []
+
+        def decider(n: int) -> None:
+            barrier.wait()
+            try:
+                results.append(race.answer(request.pk, "allow" if n % 2 else "deny", surface="api", user=alice).won)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=decider, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert sorted(results) == [False] * 7 + [True]
+        assert Decision.objects.filter(request=request).count() == 1
