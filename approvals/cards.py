@@ -241,11 +241,11 @@ def _diff(old: Any, new: Any, path: str, *, new_file: bool = False) -> SafeStrin
     shown = lines[:MAX_LINES]
     rows = [(_diff_class(line), line) for line in shown]
     more = len(lines) - len(shown)
-    tail = format_html('<span class="d-more">… {} more lines</span>\n', more) if more > 0 else ""
+    tail = format_html('<span class="d-more">… {} more lines</span>', more) if more > 0 else ""
     if not rows:
         return mark_safe('<p class="muted">(no change)</p>')  # constant markup
     return format_html(
-        '<pre class="diff">{}{}</pre>', format_html_join("", '<span class="{}">{}</span>\n', rows), tail
+        '<pre class="diff">{}{}</pre>', format_html_join("", '<span class="{}">{}</span>', rows), tail
     )
 
 

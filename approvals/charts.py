@@ -14,6 +14,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 WIDTH = 400
+# Wider than tall charts: drawn at phone scale, capped in CSS on a desktop.
+TIME_WIDTH = 560
 LABEL_CHARS = 48
 
 
@@ -77,7 +79,7 @@ def time_chart(
     values = [counts.get(slot.replace(tzinfo=None), 0) for slot in slots]
     top = max(values, default=0) or 1
     chart_h, base = 120, 130
-    step = WIDTH / max(1, len(slots))
+    step = TIME_WIDTH / max(1, len(slots))
     columns = []
     for index, (slot, value) in enumerate(zip(slots, values, strict=True)):
         h = chart_h * value / top
@@ -96,15 +98,15 @@ def time_chart(
         '<text class="chart-axis" x="{}" y="148" text-anchor="{}">{}</text>',
         ((_tick_x(t, a, step), a, columns[t][0]) for t, a in zip(ticks, anchors, strict=True)),
     )
-    axis = mark_safe(f'<line class="chart-base" x1="0" y1="{base}" x2="{WIDTH}" y2="{base}"></line>')  # noqa: S308
+    axis = mark_safe(f'<line class="chart-base" x1="0" y1="{base}" x2="{TIME_WIDTH}" y2="{base}"></line>')  # noqa: S308
     peak = format_html('<text class="chart-axis" x="0" y="10">max {}</text>', max(values, default=0))
     return format_html(
-        '<svg class="chart" viewBox="0 0 {} 152" role="img" aria-label="{}" xmlns="http://www.w3.org/2000/svg">'
+        '<svg class="chart chart-time" viewBox="0 0 {} 152" role="img" aria-label="{}" xmlns="http://www.w3.org/2000/svg">'
         "<title>{}</title>{}{}{}{}</svg>",
-        WIDTH, title, title, body, axis, labels, peak,
+        TIME_WIDTH, title, title, body, axis, labels, peak,
     )
 
 
 def _tick_x(index: int, anchor: str, step: float) -> str:
     offset = {"start": 0.0, "middle": step / 2, "end": step}[anchor]
-    return f"{min(WIDTH, index * step + offset):.1f}"
+    return f"{min(TIME_WIDTH, index * step + offset):.1f}"
