@@ -181,7 +181,10 @@ def rule_create(
     )
 
 
-def rule_update(*, rule: Rule, **changes: Any) -> Rule:
+def rule_update(*, rule: Rule, rule_text: str | None = None, **changes: Any) -> Rule:
+    """Change a rule's fields; `rule_text` changes the rule string (`rule` names the row)."""
+    if rule_text is not None:
+        changes["rule"] = rule_text
     for name, value in changes.items():
         setattr(rule, name, value)
     rule.rule = _validated_rule(rule.rule, rule.behavior, rule.source)

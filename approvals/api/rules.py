@@ -192,6 +192,8 @@ class RuleUpdateApi(ApiView):
         guard_policy_settings(request.user, changes.get("source", ""))
         if "agent" in changes:
             changes["agent"] = agent_named(rule.team, changes["agent"])
+        if "rule" in changes:
+            changes["rule_text"] = changes.pop("rule")
         updated = service_call(services.rule_update, rule=rule, **changes)
         return Response(RuleOutputSerializer(updated).data)
 

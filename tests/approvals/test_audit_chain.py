@@ -1,0 +1,107 @@
+"""The audit log is append-only and hash-chained: `audit_verify` finds an edited or deleted row."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import DatabaseError, connection, transaction
+
+from approvals import services
+from approvals.audit import verify_row
+from approvals.models import AuditTamperError, Decision
+from tests.live import ROOT, server_env
+
+
+def decide_some(agent: Any, count: int) -> list[Decision]:
+    rows = []
+    for index in range(count):
+        result = services.request_submit(
+            agent=agent, call={"tool_name": "Teleport", "tool_input": {"n": index}, "tool_use_id": f"chain_{index}"}
+        )
+        assert result.decision is not None
+        rows.append(result.decision)
+    return rows
+
+
+@contextmanager
+def tamper() -> Iterator[Any]:
+    """A raw cursor that may rewrite the audit table (PostgreSQL's guard trigger is off)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("ALTER TABLE approvals_decision DISABLE TRIGGER approvals_decision_append_only")
+        try:
+            yield cursor
+        finally:
+            if connection.vendor == "postgresql":
+                cursor.execute("ALTER TABLE approvals_decision ENABLE TRIGGER approvals_decision_append_only")
+
+
+def verify() -> str:
+    """Run audit_verify; return its error, or "" if the chain is intact."""
+    try:
+        call_command("audit_verify", stdout=io.StringIO(), stderr=io.StringIO())
+    except CommandError as exc:
+        return str(exc)
+    return ""
+
+
+@pytest.mark.django_db
+class AuditChainTests:
+    def test_it_verifies_an_untouched_chain(self, ci_bot: Any) -> None:
+        rows = decide_some(ci_bot.agent, 5)
+        assert verify() == ""
+        assert rows[1].prev_hash == rows[0].hash
+        assert all(verify_row(row) for row in rows)
+
+    def test_it_detects_an_edited_row(self, ci_bot: Any) -> None:
+        rows = decide_some(ci_bot.agent, 5)
+        with tamper() as cursor:
+            cursor.execute("UPDATE approvals_decision SET behavior = 'allow' WHERE id = %s", [rows[2].pk])
+        assert "broken in 1 place" in verify()
+        assert not verify_row(Decision.objects.get(pk=rows[2].pk))
+
+    def test_it_detects_a_deleted_row(self, ci_bot: Any) -> None:
+        rows = decide_some(ci_bot.agent, 5)
+        with tamper() as cursor:
+            cursor.execute("DELETE FROM approvals_decision WHERE id = %s", [rows[2].pk])
+        assert "broken in 1 place" in verify()
+
+    def test_it_refuses_updates_and_deletes_through_the_orm(self, ci_bot: Any) -> None:
+        (row,) = decide_some(ci_bot.agent, 1)
+        with pytest.raises(AuditTamperError):
+            Decision.objects.filter(pk=row.pk).update(behavior="allow")
+        with pytest.raises(AuditTamperError):
+            Decision.objects.filter(pk=row.pk).delete()
+        with pytest.raises(AuditTamperError):
+            row.save()
+        with pytest.raises(AuditTamperError):
+            row.delete()
+
+    def test_it_refuses_raw_updates_in_postgresql(self, ci_bot: Any) -> None:
+        if connection.vendor != "postgresql":
+            pytest.skip("the database-level guard is PostgreSQL's trigger")
+        (row,) = decide_some(ci_bot.agent, 1)
+        with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("UPDATE approvals_decision SET behavior = 'allow' WHERE id = %s", [row.pk])
+
+
+@pytest.mark.django_db(transaction=True)
+class AuditVerifyExitCodeTests:
+    def test_it_exits_0_when_intact_and_1_after_tampering(self, ci_bot: Any) -> None:
+        rows = decide_some(ci_bot.agent, 3)
+        command = [sys.executable, "manage.py", "audit_verify"]
+        intact = subprocess.run(command, cwd=ROOT, env=server_env(), capture_output=True, text=True, timeout=60)
+        assert intact.returncode == 0, intact.stderr
+        assert "3 decisions verified" in intact.stdout
+        with tamper() as cursor:
+            cursor.execute("UPDATE approvals_decision SET message = 'nothing to see' WHERE id = %s", [rows[1].pk])
+        broken = subprocess.run(command, cwd=ROOT, env=server_env(), capture_output=True, text=True, timeout=60)
+        assert broken.returncode == 1
+        assert f"decision {rows[1].pk}: hash does not match" in broken.stderr
