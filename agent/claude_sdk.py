@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -56,18 +57,19 @@ def make_can_use_tool(
     - One client (one WebSocket) per event loop serves every call of that loop.
     """
     session = session_id or f"sdk-{uuid.uuid4().hex[:12]}"
-    clients: dict[int, GatehouseClient] = {}
+    # Keyed by the loop itself (weakly): a client's socket belongs to the loop that opened it.
+    clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, GatehouseClient] = weakref.WeakKeyDictionary()
 
     def client_for_loop() -> GatehouseClient:
         loop = asyncio.get_running_loop()
-        client = clients.get(id(loop))
+        client = clients.get(loop)
         if client is None:
             server = url or os.environ.get("GATEHOUSE_URL", "")
             secret = token or _token_from_env()
             if not server or not secret:
                 raise GatehouseError("set GATEHOUSE_URL and GATEHOUSE_TOKEN to ask Gatehouse", "not_configured")
             client = GatehouseClient(server, secret, transport=transport)  # type: ignore[arg-type]
-            clients[id(loop)] = client
+            clients[loop] = client
         return client
 
     async def can_use_tool(tool_name: str, tool_input: dict[str, Any], ctx: ToolPermissionContext) -> PermissionResult:

@@ -434,12 +434,18 @@ class GatehouseClient:
 
     async def _poll(self, handle: PendingPermission) -> None:
         delay = self.backoff_initial
+        failures = 0
         while not handle.done and not self._closed:
             try:
                 await self._poll_once(handle)
-                delay = self.backoff_initial
+                delay, failures = self.backoff_initial, 0
             except httpx.TransportError as exc:
-                # The server may be restarting: keep the request, retry with backoff.
+                failures += 1
+                if handle.id is None and failures >= self.http_fallback_after:
+                    # Never reached the server at all: say so now rather than wait forever.
+                    handle._fail(GatehouseUnavailable(f"cannot reach {self.url}: {exc}", "unreachable"))
+                    return
+                # A known request survives a server restart: keep it, retry with backoff.
                 log.info("Gatehouse HTTP poll failed: %s", exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.backoff_max)
