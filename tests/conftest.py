@@ -13,9 +13,6 @@ from typing import Any
 
 import pytest
 
-# Each test run gets its own Redis key prefix, so runs side by side never share state.
-os.environ.setdefault("GATEHOUSE_REDIS_PREFIX", f"gh-test-{os.getpid()}")
-
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:

@@ -51,30 +51,6 @@ def browser() -> Iterator[Any]:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
-@pytest.fixture(autouse=True)
-def same_redis_prefix(settings: Any) -> Iterator[None]:
-    """Make this process publish under the live server's Redis prefix.
-
-    tests/conftest.py sets GATEHOUSE_REDIS_PREFIX for the run, but Django's settings were
-    read before it ran, so this process would otherwise ring doorbells the server never
-    hears (the server subprocess reads the variable fresh).
-    """
-    import copy
-    import os
-
-    from channels.layers import channel_layers
-
-    prefix = os.environ["GATEHOUSE_REDIS_PREFIX"]
-    layers = copy.deepcopy(settings.CHANNEL_LAYERS)
-    if "CONFIG" in layers["default"]:
-        layers["default"]["CONFIG"]["prefix"] = prefix
-    settings.CHANNEL_LAYERS = layers
-    settings.GATEHOUSE_REDIS_PREFIX = prefix
-    channel_layers.backends.clear()
-    yield
-    channel_layers.backends.clear()
-
-
 @pytest.fixture
 def server(transactional_db: None) -> Iterator[LiveServer]:
     with live_server(DJANGO_ALLOW_ASYNC_UNSAFE="") as srv:
