@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 from django.db import connection
 
-from approvals.models import PermissionRequest
+from approvals.models import PermissionRequest, Team
 from relay.models import Webhook
 from relay.race import Offer
 
@@ -34,6 +34,25 @@ TIMESTAMP_HEADER = "X-Gatehouse-Timestamp"
 
 class WebhookError(Exception):
     """The webhook did not give a usable answer (network, status, or body)."""
+
+
+def webhook_create(
+    *, team: Team, name: str, url: str, event: str, secret: str, timeout_ms: int = 5000, on_error: str = "ignore"
+) -> Webhook:
+    """Register an outbound webhook; `ValueError` with an actionable message for bad input."""
+    if event not in Webhook.Event.values:
+        raise ValueError(f"event must be one of {', '.join(Webhook.Event.values)}, not {event!r}")
+    if on_error not in Webhook.OnError.values:
+        raise ValueError(f"on_error must be ignore or deny, not {on_error!r}")
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"url must start with http:// or https://, not {url!r}")
+    if not 50 <= timeout_ms <= 60_000:
+        raise ValueError("timeout_ms must be between 50 and 60000")
+    if len(secret) < 16:
+        raise ValueError("secret must be at least 16 characters (receivers verify the HMAC with it)")
+    return Webhook.objects.create(
+        team=team, name=name, url=url, event=event, secret=secret, timeout_ms=timeout_ms, on_error=on_error
+    )
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:
