@@ -1,0 +1,117 @@
+"""`?wait=` long-polls on a real Daphne server: released by the decision, never blocking others."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+
+from approvals import services
+from approvals.models import PermissionRequest
+from tests.approvals.conftest import ASK_CALL
+from tests.live import LiveServer, live_server
+
+URL = "/api/v1/permission-requests"
+
+
+@pytest.fixture
+def server(transactional_db: None) -> Iterator[LiveServer]:
+    with live_server() as srv:
+        yield srv
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def wait_for_request(tool_use_id: str, timeout: float = 20.0) -> PermissionRequest:
+    """The pending request once the server has stored it (polls the shared database)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = PermissionRequest.objects.filter(tool_use_id=tool_use_id).first()
+        if found is not None:
+            return found
+        threading.Event().wait(0.02)
+    raise AssertionError(f"the server never stored {tool_use_id}")
+
+
+@pytest.mark.django_db(transaction=True)
+class LongPollTests:
+    def test_it_answers_200_as_soon_as_a_person_decides(self, server: LiveServer, ci_bot: Any, alice: Any) -> None:
+        alice_token = services.personal_token_create(user=alice)
+        with ThreadPoolExecutor(max_workers=1) as pool, httpx.Client(base_url=server.url, timeout=60) as http:
+            started = time.monotonic()
+            waiting: Future[httpx.Response] = pool.submit(
+                http.post, f"{URL}?wait=30", json={**ASK_CALL, "tool_use_id": "lp1"}, headers=bearer(ci_bot.token)
+            )
+            request = wait_for_request("lp1")
+            decided = http.post(f"{URL}/{request.pk}/decision", json={"behavior": "allow"}, headers=bearer(alice_token))
+            assert decided.status_code == 200, decided.text
+            response = waiting.result(timeout=30)
+            elapsed = time.monotonic() - started
+        assert response.status_code == 200, response.text
+        assert response.json()["decision"]["decided_by"] == "alice"
+        assert elapsed < 15, "released by the decision, not by the wait running out"
+
+    def test_it_answers_202_when_the_wait_runs_out(self, server: LiveServer, ci_bot: Any) -> None:
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            started = time.monotonic()
+            response = http.post(f"{URL}?wait=1", json={**ASK_CALL, "tool_use_id": "lp2"}, headers=bearer(ci_bot.token))
+            elapsed = time.monotonic() - started
+            assert response.status_code == 202
+            assert response.json()["status"] == "pending"
+            assert 0.9 < elapsed < 10
+            again = http.get(f"{URL}/{response.json()['id']}?wait=0.5", headers=bearer(ci_bot.token))
+            assert again.status_code == 202
+
+    def test_it_releases_a_get_long_poll_on_cancel_elsewhere(self, server: LiveServer, ci_bot: Any) -> None:
+        request = services.request_submit(agent=ci_bot.agent, call={**ASK_CALL, "tool_use_id": "lp3"}).request
+        with ThreadPoolExecutor(max_workers=1) as pool, httpx.Client(base_url=server.url, timeout=60) as http:
+            waiting = pool.submit(http.get, f"{URL}/{request.pk}?wait=30", headers=bearer(ci_bot.token))
+            cancelled = http.post(f"{URL}/{request.pk}/cancel", json={}, headers=bearer(ci_bot.token))
+            assert cancelled.status_code == 200
+            response = waiting.result(timeout=30)
+        assert response.status_code == 200
+        assert response.json()["status"] == "cancelled"
+        assert response.json()["decision"]["behavior"] == "deny"
+
+    def test_it_serves_other_requests_while_many_agents_wait(self, server: LiveServer, ci_bot: Any) -> None:
+        waiters = 6
+        with ThreadPoolExecutor(max_workers=waiters) as pool, httpx.Client(base_url=server.url, timeout=60) as http:
+            futures = [
+                pool.submit(
+                    http.post, f"{URL}?wait=20", json={**ASK_CALL, "tool_use_id": f"many{index}"},
+                    headers=bearer(ci_bot.token),
+                )
+                for index in range(waiters)
+            ]
+            for index in range(waiters):
+                wait_for_request(f"many{index}")
+            # Every agent is now parked in a long-poll; sync views must still answer at once.
+            started = time.monotonic()
+            for _ in range(5):
+                assert http.get("/api/v1/health", headers=bearer(ci_bot.token)).status_code == 200
+            elapsed = time.monotonic() - started
+            for request in PermissionRequest.objects.filter(tool_use_id__startswith="many"):
+                services.request_cancel(request=request)
+            statuses = [future.result(timeout=30).status_code for future in futures]
+        assert elapsed < 5, f"5 health checks took {elapsed:.1f}s while agents waited"
+        assert statuses == [200] * waiters
+
+    def test_it_streams_a_csv_export_through_daphne(self, server: LiveServer, ci_bot: Any, alice: Any) -> None:
+        for index in range(3):
+            services.request_submit(agent=ci_bot.agent, call={"tool_name": "Nope", "tool_use_id": f"x{index}"})
+        token = services.personal_token_create(user=alice)
+        with httpx.Client(base_url=server.url, timeout=30) as http, http.stream(
+            "GET", "/api/v1/audit?format=csv", headers=bearer(token)
+        ) as response:
+            assert response.status_code == 200
+            assert response.headers.get("content-length") is None  # streamed, not buffered
+            lines = "".join(response.iter_text()).splitlines()
+        assert len(lines) == 4
+        assert lines[0].startswith("id,created_at,request_id")
