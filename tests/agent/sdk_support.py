@@ -67,8 +67,21 @@ def approver_token(alice: Any) -> str:
 
 
 def in_db(func: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """Run an ORM read/write from an async test (the ORM refuses the event loop thread)."""
-    return sync_to_async(func, thread_sensitive=False)
+    """Run an ORM read/write from an async test (the ORM refuses the event loop thread).
+
+    The worker thread's connection is closed afterwards, so none is left open to block
+    PostgreSQL from dropping the test database at the end of the run.
+    """
+
+    def closing(*args: Any, **kwargs: Any) -> Any:
+        from django.db import connection
+
+        try:
+            return func(*args, **kwargs)
+        finally:
+            connection.close()
+
+    return sync_to_async(closing, thread_sensitive=False)
 
 
 def audit_rows(**filters: Any) -> list[Any]:
