@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import close_old_connections, connection
 
 from approvals import services
@@ -34,7 +34,7 @@ def answer(
     behavior: str,
     *,
     surface: str,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     decided_by: str = "",
     message: str = "",
     remember: str = "once",

@@ -29,9 +29,10 @@ def run_redis_prefix() -> Iterator[str]:
 
     prefix = os.environ["GATEHOUSE_REDIS_PREFIX"]
     saved = (settings.GATEHOUSE_REDIS_PREFIX, copy.deepcopy(settings.CHANNEL_LAYERS), registry.claim_store)
-    layers = copy.deepcopy(settings.CHANNEL_LAYERS)
-    if "CONFIG" in layers["default"] and "prefix" in layers["default"]["CONFIG"]:
-        layers["default"]["CONFIG"]["prefix"] = prefix
+    layers: dict[str, Any] = copy.deepcopy(settings.CHANNEL_LAYERS)
+    config: dict[str, Any] = layers["default"].get("CONFIG", {})
+    if "prefix" in config:
+        config["prefix"] = prefix
     settings.GATEHOUSE_REDIS_PREFIX = prefix
     settings.CHANNEL_LAYERS = layers
     channel_layers.backends.clear()

@@ -63,12 +63,17 @@ class ClaimStoreTests:
     def test_it_never_releases_someone_elses_claim(self, kind: str, redis_server: PrivateRedis) -> None:
         store = _store(kind, redis_server, ttl_ms=100)
         late = store.claim("r1", "alice via web")
-        holder: list[Any] = []
-        _wait_until(lambda: bool(holder.append(store.claim("r1", "bob via slack")) or holder[-1]))
+        taken: list[Any] = []
+
+        def bob_claims() -> bool:
+            taken.append(store.claim("r1", "bob via slack"))
+            return taken[-1] is not None
+
+        _wait_until(bob_claims)
         late.release()  # alice's claim expired long ago; bob's must survive
         assert store.holder("r1") == "bob via slack"
         assert late.extend(5_000) is False
-        assert holder[-1].extend(5_000) is True
+        assert taken[-1].extend(5_000) is True
 
     def test_it_grants_exactly_one_of_many_concurrent_claims(self, kind: str, redis_server: PrivateRedis) -> None:
         store = _store(kind, redis_server)

@@ -50,6 +50,7 @@ class MultiProcessTests:
                     return created, decision, response.status_code
 
             created, decision, status = asyncio.run(scenario())
+        assert created["id"] == decision["id"]
         assert status == 200
         assert decision["decision"]["behavior"] == "allow"
         assert decision["decision"]["decided_by"] == "alice"

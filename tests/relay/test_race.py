@@ -17,7 +17,6 @@ from tests.relay.wsclient import (
     agent_connect,
     ask_call,
     dashboard_connect,
-    in_thread,
     of_type,
     receive_until,
     send,

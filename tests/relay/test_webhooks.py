@@ -44,7 +44,8 @@ class PreToolUseWebhookTests:
         assert call["body"]["hook_event_name"] == "PreToolUse"
         assert call["body"]["tool_name"] == "Bash"
         assert call["body"]["tool_input"] == {"command": "rm -rf build"}
-        assert verify_signature(SECRET, call["headers"][TIMESTAMP_HEADER], call["raw"], call["headers"][SIGNATURE_HEADER])
+        headers = call["headers"]
+        assert verify_signature(SECRET, headers[TIMESTAMP_HEADER], call["raw"], headers[SIGNATURE_HEADER])
         assert not verify_signature("wrong-secret-000000", call["headers"][TIMESTAMP_HEADER], call["raw"],
                                     call["headers"][SIGNATURE_HEADER])
 
@@ -90,8 +91,8 @@ class PreToolUseWebhookTests:
 
 class PermissionRequestWebhookTests:
     def test_it_races_for_an_ask_and_its_allow_wins(self, ci_bot: Any, default_team: Any) -> None:
-        answer = {"hookSpecificOutput": {"hookEventName": "PermissionRequest",
-                                         "decision": {"behavior": "allow", "updatedInput": {"command": "rm -rf build/"}}}}
+        allow = {"behavior": "allow", "updatedInput": {"command": "rm -rf build/"}}
+        answer = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": allow}}
         with fake_webhook(lambda body: (200, answer, 0)) as hook:
             webhook_create(team=default_team, name="approver-bot", url=hook.url, event="PermissionRequest",
                            secret=SECRET)
