@@ -50,6 +50,7 @@ def authenticate_token(token: str) -> AgentPrincipal | object | None:
         return AgentPrincipal(agent)
     personal = selectors.personal_token_by_hash(digest)
     if personal is not None and personal.user.is_active:
+        services.personal_token_touch(token=personal)
         return personal.user
     return None
 

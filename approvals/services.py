@@ -121,6 +121,18 @@ def agent_touch(*, agent: Agent) -> None:
         agent.last_seen_at = now
 
 
+def personal_token_touch(*, token: PersonalToken) -> None:
+    """Record when a personal token was last used, at most once a minute."""
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
+        PersonalToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+
+
+def personal_token_revoke(*, token: PersonalToken) -> None:
+    PersonalToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
 def personal_token_create(*, user: User) -> str:
     token = _new_token("ghp")
     PersonalToken.objects.create(user=user, token_hash=token_hash(token), token_prefix=token[:8])
