@@ -128,8 +128,27 @@ class ToolRunner:
         return names, deprecated
 
     async def run_all(self, blocks: Iterable[Mapping[str, Any]]) -> list[ToolResult]:
-        """Run blocks one after another (they may depend on each other's side effects)."""
-        return [await self.run(block) for block in blocks]
+        """Run one assistant message's blocks; results come back in the blocks' order.
+
+        - Consecutive read-only calls (Read, Glob, Grep, …) run concurrently, as Claude
+          Code runs concurrency-safe tools; anything that may write runs alone, in order,
+          because later calls may depend on its side effects.
+        """
+        results: list[ToolResult] = []
+        batch: list[Mapping[str, Any]] = []
+        for block in blocks:
+            if self._read_only(block):
+                batch.append(block)
+                continue
+            results.extend(await asyncio.gather(*(self.run(b) for b in batch)))
+            batch = []
+            results.append(await self.run(block))
+        results.extend(await asyncio.gather(*(self.run(b) for b in batch)))
+        return results
+
+    def _read_only(self, block: Mapping[str, Any]) -> bool:
+        tool = self._names.get(str(block.get("name"))) or self._deprecated.get(str(block.get("name")))
+        return tool is not None and tool.read_only
 
     async def run(self, block: Mapping[str, Any]) -> ToolResult:
         """Run one `tool_use` block; always return its `tool_result`, never raise."""

@@ -143,6 +143,41 @@ class RunnerStagesTests:
         assert [(e["hook_event_name"], e["tool_response"]["content"]) for e in events] == [("PostToolUse", "hello")]
 
 
+class ReadOnlyTool(Tool):
+    """Read-only; each call waits until every call of its batch has started."""
+
+    name = "mcp__docs__search"
+    input_model = BashInput
+    read_only = True
+
+    def __init__(self, expected: int) -> None:
+        self.started = 0
+        self.expected = expected
+        self.all_started = asyncio.Event()
+
+    async def call(self, tool_input: dict[str, Any], context: ToolContext, on_progress: ProgressCallback) -> ToolOutput:
+        self.started += 1
+        if self.started == self.expected:
+            self.all_started.set()
+        await asyncio.wait_for(self.all_started.wait(), 5)
+        return ToolOutput(tool_input["command"])
+
+
+class RunAllTests:
+    async def test_it_runs_read_only_calls_together_and_keeps_the_order(self, tmp_path: Path) -> None:
+        reader, writer = ReadOnlyTool(expected=2), EchoTool()
+        rules = [*ALLOW_BASH, {"rule": "mcp__docs", "behavior": "allow", "source": "session"}]
+        runner = ToolRunner([reader, writer], cwd=tmp_path, rules=rules)
+        blocks = [
+            {"id": "1", "name": "mcp__docs__search", "input": {"command": "a"}},
+            {"id": "2", "name": "mcp__docs__search", "input": {"command": "b"}},
+            {"id": "3", "name": "Bash", "input": {"command": "write"}},
+        ]
+        results = await runner.run_all(blocks)
+        assert [(r.tool_use_id, r.content, r.is_error) for r in results] == [
+            ("1", "a", False), ("2", "b", False), ("3", "ran write", False)]
+
+
 class ImportsTests:
     def test_it_keeps_the_sdk_free_of_django(self) -> None:
         code = ("import sys, agent.client, agent.runner, agent.tools, agent.claude_sdk; "
