@@ -44,7 +44,8 @@ class DecideTests:
 
     def test_it_names_a_cancelled_request_in_the_409(self, api_as: Any, alice: Any, ci_bot: Any, pending: Any) -> None:
         request = pending()
-        cancel = Api(ci_bot.auth).post(f"/api/v1/permission-requests/{request.pk}/cancel", {"reason": "answered locally"})
+        cancel_url = f"/api/v1/permission-requests/{request.pk}/cancel"
+        cancel = Api(ci_bot.auth).post(cancel_url, {"reason": "answered locally"})
         assert cancel.status_code == 200
         assert cancel.json()["status"] == "cancelled"
         late = api_as(alice).post(decide_url(request), {"behavior": "allow"})
@@ -118,3 +119,44 @@ class DecideTests:
         assert response.status_code == 400
         assert field in response.json()["error"]["fields"]
         assert not Decision.objects.filter(request=request).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+class ConcurrentDecideTests:
+    def test_it_lets_exactly_one_of_six_racing_approvers_win(self, alice: Any, admin: Any, ci_bot: Any) -> None:
+        import threading
+
+        from django.db import connection
+
+        from approvals import services
+        from tests.approvals.conftest import ASK_CALL, person_api
+
+        request = services.request_submit(agent=ci_bot.agent, call={**ASK_CALL, "tool_use_id": "race"}).request
+        clients = [person_api(alice if index % 2 else admin) for index in range(6)]
+        barrier = threading.Barrier(len(clients))
+        answers: list[tuple[int, dict[str, Any]]] = []
+
+        def decide(api: Api, behavior: str) -> None:
+            try:
+                barrier.wait(timeout=10)
+                response = api.post(decide_url(request), {"behavior": behavior})
+                answers.append((response.status_code, response.json()))
+            finally:
+                connection.close()
+
+        threads = [
+            threading.Thread(target=decide, args=(api, "allow" if index % 2 else "deny"))
+            for index, api in enumerate(clients)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        codes = sorted(code for code, _ in answers)
+        assert codes == [200, 409, 409, 409, 409, 409], answers
+        winner = next(body for code, body in answers if code == 200)["decision"]
+        for code, body in answers:
+            if code == 409:
+                assert body["error"]["message"].startswith(("already decided by", "already being decided by"))
+        row = Decision.objects.get(request=request)
+        assert (row.behavior, row.decided_by) == (winner["behavior"], winner["decided_by"])

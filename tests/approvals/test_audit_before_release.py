@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 
 from approvals.models import Decision, PermissionRequest, Rule
-from tests.approvals.conftest import ASK_CALL, Api
+from tests.approvals.conftest import Api
 
 URL = "/api/v1/permission-requests"
 
