@@ -1,20 +1,26 @@
 """Bash: run a command in the working directory, streaming its output as it comes.
 
 The command runs in its own process group so a timeout or KillShell ends everything it
-started, not just the shell. Paths a command touches are checked by the permission
-stage (Gatehouse analyses the whole command, SPEC §5), not here: a shell cannot be
-confined by inspecting its text.
+started, not just the shell. The permission stage judges what a command means (Gatehouse
+analyses every part of it, SPEC §5); the sandbox enforces where it may write: with
+bubblewrap (`bwrap`) installed, the whole filesystem is mounted read-only except the
+working directories and a private /tmp, so even an approved command cannot write
+elsewhere. A shell cannot be confined by inspecting its text alone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import os
+import shutil
 import signal
+import subprocess
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from agent.tools.base import InputCheck, ProgressCallback, Tool, ToolContext, ToolError, ToolOutput
 from policy.tools.schemas import BashInput, BashOutputInput, KillShellInput
@@ -60,6 +66,27 @@ async def _drain(
             pass
 
 
+@functools.cache
+def sandbox_available() -> bool:
+    """Whether bubblewrap is installed and allowed to make namespaces here (probed once)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return False
+    probe = subprocess.run([bwrap, "--ro-bind", "/", "/", "true"], capture_output=True, timeout=10, check=False)
+    return probe.returncode == 0
+
+
+def sandbox_prefix(roots: tuple[Path, ...], cwd: Path) -> list[str]:
+    """bwrap arguments: everything read-only, a private /tmp, the working directories writable."""
+    # A mount point inside the sandbox (a fresh tmpfs), not a temporary file of ours.
+    argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]  # noqa: S108
+    for root in roots:
+        # After the /tmp tmpfs, so a working directory under /tmp is still the real one.
+        real = os.path.realpath(root)
+        argv += ["--bind", real, real]
+    return [*argv, "--chdir", os.path.realpath(cwd), "--die-with-parent"]
+
+
 class BashTool(Tool):
     """Run a shell command; ``run_in_background`` moves a long one to the background."""
 
@@ -67,19 +94,41 @@ class BashTool(Tool):
     input_model = BashInput
     timeout_seconds = 610.0  # the command's own timeout (≤ 600 s) is what normally fires
 
-    def __init__(self, *, background_after: float = 15.0, shell: str = "/bin/bash") -> None:
+    def __init__(
+        self,
+        *,
+        background_after: float = 15.0,
+        shell: str = "/bin/bash",
+        sandbox: Literal["auto", "on", "off"] = "auto",
+        allow_unsandboxed: bool = False,
+    ) -> None:
         # Seconds a run_in_background command runs in the foreground before it is detached.
         self.background_after = background_after
         self.shell = shell
+        # "auto": sandbox when bubblewrap works here; "on": refuse to run without it.
+        self.sandbox = sandbox
+        # Whether the model may ask for `dangerouslyDisableSandbox: true`.
+        self.allow_unsandboxed = allow_unsandboxed
 
     async def validate_input(self, tool_input: dict[str, Any], context: ToolContext) -> InputCheck:
         if not tool_input["command"].strip():
             return InputCheck.reject("command must not be empty.", 1)
+        if tool_input.get("dangerouslyDisableSandbox") and not self.allow_unsandboxed:
+            return InputCheck.reject("This agent does not run commands outside the sandbox; "
+                                     "drop dangerouslyDisableSandbox and work inside the working directories.", 10)
+        if self.sandbox == "on" and not sandbox_available():
+            return InputCheck.reject("The command sandbox (bubblewrap) is not available on this machine.", 11)
         return InputCheck.passed()
 
+    def _argv(self, command: str, context: ToolContext, unsandboxed: bool) -> list[str]:
+        if self.sandbox == "off" or unsandboxed or not sandbox_available():
+            return [self.shell, "-c", command]
+        return [*sandbox_prefix(context.roots, context.cwd), self.shell, "-c", command]
+
     async def call(self, tool_input: dict[str, Any], context: ToolContext, on_progress: ProgressCallback) -> ToolOutput:
+        unsandboxed = bool(tool_input.get("dangerouslyDisableSandbox")) and self.allow_unsandboxed
         process = await asyncio.create_subprocess_exec(
-            self.shell, "-c", tool_input["command"],
+            *self._argv(tool_input["command"], context, unsandboxed),
             cwd=context.cwd, env={**os.environ, **context.env},
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             start_new_session=True,

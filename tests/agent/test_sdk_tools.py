@@ -106,3 +106,32 @@ class BashToolTests:
     async def test_it_runs_in_the_working_directory(self, runner: ToolRunner) -> None:
         result = await runner.run(block("Bash", command="pwd"))
         assert result.content == str(runner.context.cwd)
+
+
+class BashSandboxTests:
+    @pytest.fixture(autouse=True)
+    def _needs_bubblewrap(self) -> None:
+        from agent.tools.bash import sandbox_available
+
+        if not sandbox_available():
+            pytest.skip("bubblewrap is not installed or cannot create namespaces here")
+
+    async def test_it_lets_a_command_write_only_inside_the_working_directories(
+        self, runner: ToolRunner, tmp_path: Path
+    ) -> None:
+        # Beside the working directory, under /tmp: the sandbox's /tmp is private, so the
+        # write lands in a scratch tmpfs and never on the real disk.
+        beside = tmp_path / "beside.txt"
+        inside = await runner.run(block("Bash", command="echo hi > inside.txt && cat inside.txt"))
+        private = await runner.run(block("Bash", command=f"echo pwned > {beside}"))
+        escape = await runner.run(block("Bash", command="echo pwned > /var/tmp/gatehouse-sandbox-probe"))
+        home = await runner.run(block("Bash", command="touch ~/.gatehouse-sandbox-probe"))
+        assert inside.content == "hi"
+        assert not private.is_error and not beside.exists()
+        assert escape.is_error and "Read-only file system" in escape.content
+        assert not Path("/var/tmp/gatehouse-sandbox-probe").exists()
+        assert home.is_error and not Path("~/.gatehouse-sandbox-probe").expanduser().exists()
+
+    async def test_it_refuses_to_leave_the_sandbox_unless_allowed(self, runner: ToolRunner) -> None:
+        result = await runner.run(block("Bash", command="ls", dangerouslyDisableSandbox=True))
+        assert result.is_error and "does not run commands outside the sandbox" in result.content
