@@ -52,6 +52,10 @@ async def sweep_forever(interval: float | None = None) -> None:
         await asyncio.sleep(interval)
 
 
+def is_running() -> bool:
+    return _task is not None and not _task.done()
+
+
 def ensure_started() -> None:
     """Start this process's sweeper on the running event loop, once."""
     global _task

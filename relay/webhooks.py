@@ -183,6 +183,13 @@ def pre_decision(call: dict[str, Any], *, team_id: int) -> dict[str, Any]:
         if call.get("context") == "headless":
             contribution["permission_request_hooks"] = permission_request_outputs(call, team_id)
         return contribution
+    except Exception:
+        # We could not even learn which hooks apply (database trouble): a hook that is
+        # set to deny on error may be among them, so never let rules auto-allow — ask.
+        log.exception("PreToolUse webhooks could not be run")
+        return {"pre_tool_use_hooks": [{"hook": "webhooks", "hookSpecificOutput": {
+            "hookEventName": "PreToolUse", "permissionDecision": "ask",
+            "permissionDecisionReason": "Gatehouse could not run its PreToolUse webhooks; a person must decide."}}]}
     finally:
         # services runs providers in short-lived threads; don't leave their connections open.
         connection.close()

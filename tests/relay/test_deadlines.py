@@ -55,6 +55,21 @@ class DeadlineTests:
         assert frame["id"] == request_id
         assert frame["decision"]["reason"]["type"] == "timeout"
 
+    def test_the_first_http_request_starts_a_servers_sweeper(self, ci_bot: Any) -> None:
+        import time
+
+        import httpx
+
+        with override_settings(GATEHOUSE_ASK_TIMEOUT=1):
+            request = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
+        with live_server(GATEHOUSE_SWEEP_INTERVAL="1") as srv:
+            httpx.get(f"{srv.url}/api/v1/health", timeout=10)  # no WebSocket at all
+            deadline = time.monotonic() + 15
+            while request.state == "pending" and time.monotonic() < deadline:
+                time.sleep(0.05)
+                request.refresh_from_db()
+        assert request.state == "expired"
+
     def test_run_sweeper_expires_overdue_requests(self, ci_bot: Any) -> None:
         with override_settings(GATEHOUSE_ASK_TIMEOUT=0):
             overdue = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
