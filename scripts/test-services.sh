@@ -15,6 +15,8 @@ need_apt() {  # need_apt BINARY PACKAGE...
 need_apt redis-server redis-server
 need_apt chromium chromium
 need_apt node nodejs npm
+# The SDK's Bash tool sandboxes commands with bubblewrap when it is installed.
+need_apt bwrap bubblewrap
 
 # The real Claude Code CLI, in a folder git ignores.
 CLAUDE_VERSION=2.1.332
