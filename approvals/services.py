@@ -387,8 +387,12 @@ def _save_denial_state(agent: Agent, session_id: str, state: dict[str, Any]) -> 
 
 
 def _engine_decider(reason: dict[str, Any]) -> str:
+    # "rule Bash(git status)", "mode dontAsk", "other unknownTool": what, not just which kind.
     kind = reason.get("type", "other")
-    name = reason.get("rule") or reason.get("hook") or reason.get("classifier") or reason.get("mode") or ""
+    name = (
+        reason.get("rule") or reason.get("hook") or reason.get("classifier") or reason.get("mode")
+        or reason.get("detail") or ""
+    )
     return f"{kind} {name}".strip()[:150]
 
 
