@@ -44,6 +44,7 @@ MAX_RESUME_IDS = 500
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_RATE_LIMITED = 4429
+CLOSE_UNAVAILABLE = 4503
 
 # Keys an agent may send in `request`. Anything else is refused, in particular
 # `pre_tool_use_hooks`: hook verdicts come from the server's own webhooks, never from the
@@ -132,7 +133,15 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
         if getattr(self, get_handler_name(message), None) is None:
             log.debug("%s ignores event %s", type(self).__name__, message.get("type"))
             return
-        await super().dispatch(message)
+        if str(message.get("type", "")).startswith("websocket."):
+            await super().dispatch(message)
+            return
+        try:
+            await super().dispatch(message)
+        except Exception:
+            # A doorbell we could not act on (the database blinked) must not kill the
+            # socket: the periodic re-check or the client's next resume catches up.
+            log.exception("%s failed handling event %s", type(self).__name__, message.get("type"))
 
     async def send_json(self, content: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(content, default=str))
@@ -260,7 +269,12 @@ class AgentConsumer(GatehouseConsumer):
             await self.close(code)
             return
         self.agent = agent
-        await self.group_join(events.agent_group(agent.pk))
+        try:
+            await self.group_join(events.agent_group(agent.pk))
+        except Exception:
+            # No doorbell (the channel layer is down): decisions still arrive through
+            # the periodic database re-check, only later.
+            log.warning("agent %s connected without a doorbell", agent.pk, exc_info=True)
         self.spawn(self.recheck_forever())
 
     async def disconnect(self, code: int) -> None:
@@ -474,7 +488,15 @@ class DashboardConsumer(GatehouseConsumer):
             await self.send_error("unauthenticated", "log in at /accounts/login/ first")
             await self.close(CLOSE_UNAUTHENTICATED)
             return
-        await self.group_join(user_group(self.user.pk))
+        try:
+            await self.group_join(user_group(self.user.pk))
+        except Exception:
+            # Without the channel layer a dashboard would silently stop updating; say so
+            # and let the page reconnect later instead.
+            log.warning("dashboard of user %s refused: channel layer unavailable", self.user.pk, exc_info=True)
+            self.closing = True
+            await self.send_error("unavailable", "live updates are unavailable right now; reconnect in a moment")
+            await self.close(CLOSE_UNAVAILABLE)
 
     async def disconnect(self, code: int) -> None:
         await self.leave_groups()

@@ -112,3 +112,48 @@ class RedisFaultTests:
         # database fence, not the claim, is what guarantees one decision.
         assert store.claim("r1", "bob via slack") is not None
         assert store.holder("r1") == "bob via slack"
+
+
+@pytest.fixture
+def claim_store_down() -> Iterator[RedisClaimStore]:
+    """Point the services at a Redis that is not there (the registry's public seam)."""
+    from approvals.extensions import registry
+    from tests.live import free_port
+
+    saved = registry.claim_store
+    store = RedisClaimStore(f"redis://127.0.0.1:{free_port()}/0", prefix="down", ttl_ms=1000, socket_timeout=0.2)
+    registry.claim_store = store
+    yield store
+    registry.claim_store = saved
+
+
+@pytest.mark.django_db(transaction=True)
+class ClaimStoreDownTests:
+    def test_answers_still_decide_exactly_once_through_the_fence(self, claim_store_down: RedisClaimStore,
+                                                                 ci_bot: Any, alice: Any) -> None:
+        from django.db import connection
+
+        from approvals import services
+        from approvals.models import Decision
+        from relay import race
+
+        request = services.request_submit(
+            agent=ci_bot.agent, call={"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}}
+        ).request
+        barrier = threading.Barrier(6)
+        won: list[bool] = []
+
+        def decider() -> None:
+            barrier.wait()
+            try:
+                won.append(race.answer(request.pk, "allow", surface="api", user=alice).won)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=decider) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert sorted(won) == [False] * 5 + [True]
+        assert Decision.objects.filter(request=request).count() == 1
