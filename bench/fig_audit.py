@@ -245,7 +245,7 @@ def _vm_hwm(pid: int) -> int:
 def run(env: Any) -> Figure:
     if not env.postgres:
         return Figure(8, TITLE, status="not measured", why="PostgreSQL is not reachable at 127.0.0.1:5432")
-    rows, iterations, export_rows = env.pick((2_000, 2, 500), (20_000, 10, 5_000), (1_000_000, 40, 100_000))
+    rows, iterations, export_rows = env.pick((2_000, 2, 500), (10_000, 10, 2_000), (1_000_000, 40, 100_000))
     url = pg_recreate(AUDIT_DB)
     env.manage("migrate", "--noinput", "-v", "0", DATABASE_URL=url)
     data = env.django_json("bench.fig_audit", "--rows", str(rows), "--iterations", str(iterations),

@@ -116,7 +116,7 @@ def _check_outputs(cmds: dict[str, str], input_path: Path, env: dict[str, str]) 
 
 
 def run(env: Any) -> Figure:
-    runs, rounds = env.pick((2, 1), (4, 2), (8, 5))
+    runs, rounds = env.pick((2, 1), (4, 2), (8, 4))
     input_path = env.work_dir / "hook-input.json"
     _refresh_input(input_path)
     with env.server("daphne") as server:

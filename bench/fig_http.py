@@ -51,12 +51,12 @@ def measure_server(ports: list[int], token: str, per_connection: int, quick: boo
     """Each level: warm up, then health, submit, health, submit (interleaved against drift)."""
     factories = _requests(token)
     checks = {"health": _check_health, "submit": _check_submit}
-    rounds = 1 if quick else 2
+    rounds = 1 if quick else 2  # interleaved health/submit rounds against drift
     per_level: dict[str, Any] = {}
     for level in LEVELS:
-        # At least `per_connection` requests on each connection, and never fewer than 20 in all.
-        total = max(20 if per_connection > 1 else level, per_connection * min(level, 8))
-        asyncio.run(run_load(ports, level, min(total, 64), factories["submit"], _check_submit))  # warm-up
+        # `per_connection` requests per connection (at least 75 at c=1 outside smoke runs).
+        total = max(level, per_connection * level, 75 if per_connection > 1 else 0)
+        asyncio.run(run_load(ports, level, level * 2, factories["submit"], _check_submit))  # warm-up
         merged: dict[str, LoadResult] = {"health": LoadResult(), "submit": LoadResult()}
         for _ in range(rounds):
             for name in ("health", "submit"):
@@ -77,7 +77,7 @@ def run(env: Any) -> list[Figure]:
     results: dict[str, Any] = {}
     for kind in ("daphne", "uvicorn"):
         with env.server(kind) as server:
-            results[kind] = measure_server([server.port], token, env.pick(1, 8, 100), env.quick or env.smoke)
+            results[kind] = measure_server([server.port], token, env.pick(1, 3, 12), env.quick or env.smoke)
     fig2 = Figure(2, TITLE2, details={"daphne": results["daphne"]})
     fig3 = Figure(3, TITLE3, details=results)
     for level in LEVELS:

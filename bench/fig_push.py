@@ -59,7 +59,7 @@ def push_rows(data: dict[str, Any], goals: bool = True) -> list[Row]:
 
 
 def run(env: Any) -> Figure:
-    samples = env.pick(2, 10, 60)
+    samples = env.pick(2, 10, 40)
     with env.server("daphne") as server:
         data = asyncio.run(scenario(server, env.fixtures, samples, env.pick(5, PENDING, PENDING)))
     figure = Figure(5, TITLE, details=data)

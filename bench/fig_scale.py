@@ -65,7 +65,7 @@ def throughput(ports: list[int], token: str, total: int) -> dict[str, Any]:
 
 
 def run(env: Any) -> Figure:
-    samples, total = env.pick((2, 40), (8, 100), (40, 600))
+    samples, total = env.pick((2, 40), (5, 64), (25, 480))
     with env.server("daphne") as server:
         sockets = asyncio.run(sockets_scenario(server, env.fixtures, samples))
     token = env.fixtures["agent_token"]
