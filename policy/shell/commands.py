@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import threading
 import unicodedata
 from dataclasses import dataclass, field
@@ -20,8 +21,26 @@ MAX_DEPTH = 4  # nested ``bash -c "eval '…'"`` payloads before we stop trustin
 SENSITIVE_VARS = frozenset(
     {"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "IFS",
      "BASH_ENV", "ENV", "PROMPT_COMMAND", "PYTHONPATH", "NODE_OPTIONS", "GIT_SSH",
-     "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "PERL5OPT", "RUBYOPT", "SHELLOPTS"}
+     "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "PERL5OPT", "RUBYOPT", "SHELLOPTS",
+     # Programs that read these run the command they name (``GIT_PAGER='rm -rf ~' git log``)
+     # or load configuration (aliases, pagers, hooks) from where they point.
+     "HOME", "XDG_CONFIG_HOME", "ZDOTDIR", "PYTHONSTARTUP", "PYTHONHOME", "PERL5LIB", "RUBYLIB",
+     "NODE_PATH", "LESSOPEN", "LESSCLOSE", "BROWSER", "SSH_ASKPASS", "SUDO_ASKPASS", "DISPLAY"}
 )
+# Whole families: git reads dozens of GIT_* variables that run programs or move its config.
+SENSITIVE_VAR_PREFIXES = ("GIT_", "LD_", "DYLD_", "NPM_CONFIG_", "npm_config_")
+SENSITIVE_VAR_SUFFIXES = ("PAGER", "EDITOR", "_OPTS", "_OPTIONS", "_COMMAND")
+
+
+def sensitive_var(name: str) -> bool:
+    return (name in SENSITIVE_VARS or name.startswith(SENSITIVE_VAR_PREFIXES)
+            or name.endswith(SENSITIVE_VAR_SUFFIXES) or name == "VISUAL")
+
+
+# find's actions that run a command on each match, up to ``;`` or ``+``.
+FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+# find's actions that write the file named by their argument.
+FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
 _REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _SKIP_DESTINATION = frozenset({"file_descriptor", "number"})
 
@@ -129,7 +148,7 @@ def _visit(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -
 def _check_assignment(node: Node, walk: Walk) -> None:
     name_node = node.child_by_field_name("name")
     name = name_node.text.decode("utf-8", "replace") if name_node and name_node.text else ""
-    if name in SENSITIVE_VARS:
+    if sensitive_var(name):
         walk.block(f"it sets {name}, which changes how later commands run")
 
 
@@ -142,20 +161,17 @@ def _visit_keyword_command(node: Node, data: bytes, walk: Walk) -> None:
 
 
 def _visit_redirect(node: Node, walk: Walk) -> None:
-    operator = ""
-    for child in node.children:
-        if not child.is_named:
-            operator = child.type
-            continue
-        if child.type in _SKIP_DESTINATION and operator in (">&", "<&", ""):
-            return
-        if child.type == "file_descriptor":
-            continue
-        word = word_of(child)
-        if operator in (">&", "<&") and word.value == "-":
-            return
-        walk.redirect_targets.append((word.value, word.dynamic))
+    # The destination field, not the first named child: in ``2> file`` the first named
+    # child is the descriptor being redirected, and skipping it as a "descriptor
+    # destination" let ``ls 2> ~/.ssh/authorized_keys`` write outside unseen.
+    destination = node.child_by_field_name("destination")
+    if destination is None:
         return
+    operator = next((child.type for child in node.children if not child.is_named), "")
+    word = word_of(destination)
+    if operator in (">&", "<&") and (destination.type in _SKIP_DESTINATION or word.value == "-"):
+        return  # duplicating (2>&1) or closing (>&-) a descriptor writes no file
+    walk.redirect_targets.append((word.value, word.dynamic))
 
 
 def _visit_command(
@@ -206,7 +222,7 @@ def _add_command(
         return
     real, wrappers, env_assignments = strip_wrappers(words)
     for assignment in env_assignments:
-        if assignment.split("=", 1)[0] in SENSITIVE_VARS:
+        if sensitive_var(assignment.split("=", 1)[0]):
             walk.block(f"it sets {assignment.split('=', 1)[0]} for the command")
     raw = data[real[0].start : real[-1].end].decode("utf-8", "replace")
     if any(w.ifs_value != w.value for w in real):
@@ -249,6 +265,37 @@ def _follow_payloads(real: list[Word], heredocs: list[str], walk: Walk, depth: i
             payload = "\n".join(heredocs) or None
     if payload:
         walk_source(payload, walk, depth + 1)
+    _follow_option_actions(name, real, walk, depth)
+
+
+def _follow_option_actions(name: str, real: list[Word], walk: Walk, depth: int) -> None:
+    """Commands and writes hidden in options: ``find -exec``/``-delete``, ``git --output``.
+
+    A ``Bash(find:*)`` rule allows looking for files, not running ``rm`` on each of
+    them: the command after ``-exec`` is checked as a command of its own, ``-delete``
+    as an ``rm``, and files that ``-fprint`` or ``git log --output`` write as redirects.
+    """
+    values = [w.value for w in real]
+    if name == "find":
+        index = 1
+        while index < len(values):
+            option = values[index]
+            if option in FIND_EXEC:
+                end = next((i for i in range(index + 1, len(values)) if values[i] in (";", "+")), len(values))
+                if end > index + 1:
+                    walk_source(" ".join(shlex.quote(v) for v in values[index + 1 : end]), walk, depth + 1)
+                index = end
+            elif option == "-delete":
+                walk_source("rm -- {}", walk, depth + 1)
+            elif option in FIND_WRITES and index + 1 < len(real):
+                walk.redirect_targets.append((real[index + 1].value, real[index + 1].dynamic))
+            index += 1
+    elif name == "git":
+        for index, word in enumerate(real):
+            if word.value.startswith("--output="):
+                walk.redirect_targets.append((word.value.split("=", 1)[1], word.dynamic))
+            elif word.value == "--output" and index + 1 < len(real):
+                walk.redirect_targets.append((real[index + 1].value, real[index + 1].dynamic))
 
 
 def _check_unicode(command: SimpleCommand, walk: Walk) -> None:

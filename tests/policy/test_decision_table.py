@@ -72,7 +72,8 @@ BASH_ROWS: list[tuple[str, str]] = [
     ("git statusx", UNMATCHED),
     ("make build", UNMATCHED),
     ("docker run --rm alpine", UNMATCHED),
-    ("find . -name x -exec rm {} \\;", UNMATCHED),
+    # the rm that find runs meets the policy's rm deny (tests/security/test_shell_bypass_corpus.py)
+    ("find . -name x -exec rm {} \\;", ALL_DENY),
     ("ls && make", UNMATCHED),
     # read-only commands the built-in classifier clears in auto mode
     ("git diff", UNMATCHED_READONLY),
