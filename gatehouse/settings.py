@@ -143,9 +143,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_POOL", False):
     # Under ASGI every request and every Channels database call runs on a worker thread,
-    # and with CONN_MAX_AGE=0 each one opens a new PostgreSQL connection (see
-    # docs/PERFORMANCE.md: connecting was a quarter of the server's busy time on a push,
-    # and 64 concurrent agents exhausted max_connections). A bounded pool fixes both.
+    # and with CONN_MAX_AGE=0 each one opens a new PostgreSQL connection: connecting was a
+    # quarter of the server's busy time on a push (docs/PERFORMANCE.md). A pool halves the
+    # latency of a request, but stays opt-in: pre-decision providers run on extra threads
+    # that each take a second connection, so under high concurrency the pool can run dry.
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django refuses persistent connections with a pool
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env_int("DB_POOL_MIN", 2),
