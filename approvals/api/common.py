@@ -111,6 +111,16 @@ class ApiView(APIView):
     parser_classes = [LimitedJSONParser]
     content_negotiation_class = JsonNegotiation
 
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        raw = request._request
+        if raw.method in ("POST", "PUT", "PATCH") and not raw.META.get("CONTENT_LENGTH"):
+            # A chunked body has no Content-Length, and DRF would read it as empty. Django
+            # checks the buffered size against the limit here (a 413 when too big).
+            body = raw.body
+            if body:
+                raw.META["CONTENT_LENGTH"] = str(len(body))
+        super().initial(request, *args, **kwargs)
+
     def handle_exception(self, exc: Exception) -> Response:
         # DRF reads JSON bodies through `request.body`, where Django enforces
         # DATA_UPLOAD_MAX_MEMORY_SIZE with a SuspiciousOperation; say what it is: a 413.

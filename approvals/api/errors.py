@@ -31,7 +31,7 @@ def _first_message(detail: Any) -> str:
     if isinstance(detail, dict):
         for key, value in detail.items():
             inner = _first_message(value)
-            return inner if key == "non_field_errors" else f"{key}: {inner}"
+            return inner if key in ("non_field_errors", "detail") else f"{key}: {inner}"
         return "invalid input"
     if isinstance(detail, list):
         return _first_message(detail[0]) if detail else "invalid input"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -115,3 +116,26 @@ class LongPollTests:
             lines = "".join(response.iter_text()).splitlines()
         assert len(lines) == 4
         assert lines[0].startswith("id,created_at,request_id")
+
+    def test_it_refuses_oversized_bodies_through_daphne_even_chunked(self, server: LiveServer, ci_bot: Any) -> None:
+        big = b'{"tool_name": "Bash", "tool_input": {"command": "' + b"x" * (2 * 1024 * 1024) + b'"}}'
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: Transfer-Encoding: chunked
+            for start in range(0, len(big), 64 * 1024):
+                yield big[start:start + 64 * 1024]
+
+        headers = {**bearer(ci_bot.token), "Content-Type": "application/json"}
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            sized = http.post(URL, content=big, headers=headers)
+            chunked = http.post(URL, content=chunks(), headers=headers)
+        assert (sized.status_code, chunked.status_code) == (413, 413), (sized.text, chunked.text)
+        assert chunked.json()["error"]["code"] == "payload_too_large"
+        assert not PermissionRequest.objects.exists()
+
+    def test_it_reads_a_small_chunked_body(self, server: LiveServer, ci_bot: Any) -> None:
+        body = json.dumps({**ASK_CALL, "tool_use_id": "chunky"}).encode()
+        headers = {**bearer(ci_bot.token), "Content-Type": "application/json"}
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            response = http.post(URL, content=iter([body[:10], body[10:]]), headers=headers)
+        assert response.status_code == 202, response.text
+        assert response.json()["tool_use_id"] == "chunky"
