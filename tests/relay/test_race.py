@@ -123,3 +123,40 @@ class RaceTests:
             thread.join(30)
         assert sorted(results) == [False] * 7 + [True]
         assert Decision.objects.filter(request=request).count() == 1
+
+
+class CoordinatorQueueTests:
+    def test_coordinator_asks_hooks_then_the_classifier_one_after_another(self, ci_bot: Any,
+                                                                         default_team: Any) -> None:
+        import json
+        import time
+
+        from relay.classifiers import ClassifierRacer, LLMClassifier
+        from relay.race import Race
+        from relay.webhooks import PermissionRequestWebhooks, webhook_create
+        from tests.fakes.anthropic import fake_anthropic
+        from tests.relay.fake_webhook import fake_webhook
+
+        order: list[tuple[str, float]] = []
+
+        def hook_answer(body: dict[str, Any]) -> tuple[int, dict[str, Any] | None, float]:
+            order.append(("hook", time.monotonic()))
+            return 200, None, 0.3  # slow, and no opinion
+
+        def model_answer(body: dict[str, Any]) -> str:
+            order.append(("classifier", time.monotonic()))
+            return json.dumps({"decision": "allow", "reason": "build output only"})
+
+        request = services.request_submit(agent=ci_bot.agent, call=ask_call(context="coordinator")).request
+        with fake_webhook(hook_answer) as hook, fake_anthropic(model_answer) as api:
+            webhook_create(team=default_team, name="policy", url=hook.url, event="PermissionRequest",
+                           secret="webhook-secret-0123456789")
+            queue = Race([ClassifierRacer(LLMClassifier(api_key="sk-test", base_url=api.url)),
+                          PermissionRequestWebhooks()])
+            queue.queue(request)
+        first = {name: when for name, when in reversed(order)}
+        # One after another: the classifier was asked only after the slow hook answered.
+        assert first["classifier"] - first["hook"] >= 0.3
+        request.refresh_from_db()
+        assert request.state == "decided"
+        assert request.decision.decided_by == "classifier llm"
