@@ -117,7 +117,13 @@ def agent_touch(*, agent: Agent) -> None:
     """Record that the agent was seen, at most once a minute (it is on every request)."""
     now = timezone.now()
     if agent.last_seen_at is None or now - agent.last_seen_at > timedelta(minutes=1):
-        Agent.objects.filter(pk=agent.pk).update(last_seen_at=now)
+        try:
+            Agent.objects.filter(pk=agent.pk).update(last_seen_at=now)
+        except DatabaseError as exc:
+            # Best effort: with the database locked, authentication must still succeed so
+            # the call reaches the code that answers "audit unavailable", not a 500.
+            log.warning("could not record that agent %s was seen: %s", agent.pk, exc)
+            return
         agent.last_seen_at = now
 
 
@@ -445,7 +451,8 @@ def _append_decision(
             if Decision.objects.filter(request=request).exists():
                 raise
             continue
-    raise AuditUnavailable("the audit chain stayed contended; try again")
+    log.error("audit chain insert kept failing for request %s", request.pk)
+    raise AuditUnavailable(AUDIT_UNAVAILABLE)
 
 
 def request_decide(
