@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -26,6 +27,7 @@ from approvals import events, selectors, services
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
 from approvals.cards import render_card
 from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState
+from policy.errors import classify_tool_error
 from relay import selectors as relay_selectors
 from relay import sweeper
 
@@ -217,6 +219,17 @@ def _validated_call(request: Any) -> dict[str, Any]:
     return dict(request)
 
 
+# What `policy.errors.classify_tool_error` produces agent-side: "ENOENT"-style codes and
+# class names. Anything else could carry a path or a secret into a metric label.
+_ERROR_CLASS = re.compile(r"[A-Za-z][A-Za-z0-9_.:]{0,63}")
+
+
+def _error_class(value: Any) -> str:
+    if isinstance(value, str) and _ERROR_CLASS.fullmatch(value):
+        return value
+    return classify_tool_error(None)  # "UnknownError"
+
+
 @database_sync_to_async
 def _authenticate(token: str) -> tuple[Agent | None, int]:
     principal = authenticate_token(token)
@@ -364,7 +377,7 @@ class AgentConsumer(GatehouseConsumer):
         if not frame["ok"]:
             from relay import observability
 
-            observability.record_tool_error(frame.get("error_class") or "ToolError")
+            observability.record_tool_error(_error_class(frame.get("error_class")))
 
     async def on_resume(self, frame: dict[str, Any]) -> None:
         """After a reconnect: re-attach the ids the client still waits for."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import httpx
 import pytest
 
 from approvals import services
@@ -171,7 +172,8 @@ class AgentAskTests:
                 pending = await receive_until(ws, of_type("pending"))
                 await in_thread(race.answer, pending["id"], "allow", surface="web", user=alice)
                 await receive_until(ws, of_type("decision"))
-                await send(ws, {"type": "tool_result", "id": pending["id"], "ok": False, "error": "exit 1"})
+                await send(ws, {"type": "tool_result", "id": pending["id"], "ok": False, "error": "exit 1",
+                                "error_class": "Error:ENOENT"})
                 # An unknown frame after it is answered in order, so the result is stored by then.
                 await send(ws, {"type": "ping"})
                 await receive_until(ws, of_type("error", code="unknown_type"))
@@ -179,6 +181,8 @@ class AgentAskTests:
 
         request_id = asyncio.run(scenario())
         assert PermissionRequest.objects.get(pk=request_id).result == {"ok": False, "error": "exit 1"}
+        metrics = httpx.get(f"{relay_server.url}/metrics", timeout=10).text
+        assert 'gatehouse_tool_errors_total{error="Error:ENOENT"}' in metrics
 
     def test_it_refuses_hook_verdicts_from_the_agent_itself(self, relay_server: LiveServer, ci_bot: Any) -> None:
         forged = ask_call(pre_tool_use_hooks=[{"permissionDecision": "allow"}])
