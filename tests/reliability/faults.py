@@ -67,12 +67,12 @@ def audit_locked() -> Iterator[None]:
     else:
         import psycopg
 
-        with psycopg.connect(url) as other:
-            other.execute("LOCK TABLE approvals_decision IN ACCESS EXCLUSIVE MODE")
+        with psycopg.connect(url) as session:
+            session.execute("LOCK TABLE approvals_decision IN ACCESS EXCLUSIVE MODE")
             try:
                 yield
             finally:
-                other.rollback()
+                session.rollback()
 
 
 class Freezer:
