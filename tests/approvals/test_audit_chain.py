@@ -35,6 +35,8 @@ def tamper() -> Iterator[Any]:
     """A raw cursor that may rewrite the audit table (PostgreSQL's guard trigger is off)."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            # Django's foreign keys are deferred; ALTER TABLE refuses while their checks wait.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute("ALTER TABLE approvals_decision DISABLE TRIGGER approvals_decision_append_only")
         try:
             yield cursor
