@@ -48,13 +48,14 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_RATE_LIMITED = 4429
 CLOSE_UNAVAILABLE = 4503
 
-# Keys an agent may send in `request`. Anything else is refused, in particular
-# `pre_tool_use_hooks`: hook verdicts come from the server's own webhooks, never from the
-# agent asking for permission (it could otherwise approve itself).
+# Keys an agent may send in `request`, the same as `POST /api/v1/permission-requests`.
+# `pre_tool_use_hooks` are the outputs of the agent harness's own PreToolUse hooks: the
+# harness holding the token is trusted as much as its hook configuration, and a hook
+# allow still loses to every deny and ask rule (SPEC §4 step 4).
 REQUEST_STRING_KEYS = ("tool_use_id", "session_id", "cwd", "permission_mode", "context", "transcript_path", "home")
-REQUEST_KEYS = frozenset(
-    ("tool_name", "tool_input", "additional_directories", "permission_suggestions", *REQUEST_STRING_KEYS)
-)
+REQUEST_LIST_KEYS = ("additional_directories", "permission_suggestions", "pre_tool_use_hooks")
+REQUEST_KEYS = frozenset(("tool_name", "tool_input", *REQUEST_LIST_KEYS, *REQUEST_STRING_KEYS))
+MAX_HOOK_OUTPUTS = 20
 
 
 def db(func: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
@@ -211,9 +212,12 @@ def _validated_call(request: Any) -> dict[str, Any]:
         raise FrameError("invalid_request", f'"request.permission_mode" must be one of {Mode.values}')
     if request.get("context", "interactive") not in Context.values:
         raise FrameError("invalid_request", f'"request.context" must be one of {Context.values}')
-    for key in ("additional_directories", "permission_suggestions"):
+    for key in REQUEST_LIST_KEYS:
         if not isinstance(request.get(key, []), list):
             raise FrameError("invalid_request", f'"request.{key}" must be a list')
+    hooks = request.get("pre_tool_use_hooks", [])
+    if len(hooks) > MAX_HOOK_OUTPUTS or not all(isinstance(hook, dict) for hook in hooks):
+        raise FrameError("invalid_request", f'"request.pre_tool_use_hooks" must be up to {MAX_HOOK_OUTPUTS} objects')
     if len(request.get("tool_use_id", "")) > 200 or len(request.get("session_id", "")) > 200:
         raise FrameError("invalid_request", '"tool_use_id" and "session_id" are limited to 200 characters')
     return dict(request)

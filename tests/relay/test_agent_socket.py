@@ -184,15 +184,22 @@ class AgentAskTests:
         metrics = httpx.get(f"{relay_server.url}/metrics", timeout=10).text
         assert 'gatehouse_tool_errors_total{error="Error:ENOENT"}' in metrics
 
-    def test_it_refuses_hook_verdicts_from_the_agent_itself(self, relay_server: LiveServer, ci_bot: Any) -> None:
-        forged = ask_call(pre_tool_use_hooks=[{"permissionDecision": "allow"}])
+    def test_it_applies_the_harness_hook_outputs_and_refuses_unknown_fields(self, relay_server: LiveServer,
+                                                                             ci_bot: Any) -> None:
+        hooked = ask_call(pre_tool_use_hooks=[{"hookSpecificOutput": {
+            "permissionDecision": "deny", "permissionDecisionReason": "local policy"}}])
+        unknown = ask_call(tool_use_id="t2", priority="high")
 
-        async def scenario() -> dict[str, Any]:
+        async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
             async with agent_connect(relay_server, ci_bot.token) as ws:
-                await send(ws, {"type": "permission_request", "ref": "r1", "request": forged})
-                return await receive(ws)
+                await send(ws, {"type": "permission_request", "ref": "r1", "request": hooked})
+                denied = await receive(ws)
+                await send(ws, {"type": "permission_request", "ref": "r2", "request": unknown})
+                return denied, await receive(ws)
 
-        frame = asyncio.run(scenario())
-        assert frame == {"type": "error", "code": "invalid_request", "ref": "r1", "message": frame["message"]}
-        assert "pre_tool_use_hooks" in frame["message"]
-        assert not PermissionRequest.objects.exists()
+        denied, refused = asyncio.run(scenario())
+        assert denied["type"] == "decision" and denied["decision"]["behavior"] == "deny"
+        assert denied["decision"]["reason"]["type"] == "hook"
+        assert refused == {"type": "error", "code": "invalid_request", "ref": "r2", "message": refused["message"]}
+        assert "priority" in refused["message"]
+        assert PermissionRequest.objects.count() == 1
