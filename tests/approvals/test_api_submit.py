@@ -100,3 +100,25 @@ class ConcurrentReplayTests:
         assert {status for status, _ in answers} == {202}
         assert len({request_id for _, request_id in answers}) == 1
         assert PermissionRequest.objects.filter(tool_use_id="toolu_race").count() == 1
+
+
+# The wait reads the database through channels' database_sync_to_async, which closes
+# the thread's connection afterwards: only a transactional test database survives that.
+@pytest.mark.django_db(transaction=True)
+class WaitCapTests:
+    def test_it_caps_the_wait_at_gatehouse_max_wait(self, ci_bot: Any, settings: Any) -> None:
+        import time
+
+        settings.GATEHOUSE_MAX_WAIT = 0.3
+        started = time.monotonic()
+        response = Api(ci_bot.auth).post(f"{URL}?wait=120", ASK_CALL)
+        elapsed = time.monotonic() - started
+        assert response.status_code == 202
+        assert 0.25 < elapsed < 10, elapsed
+
+    def test_it_answers_at_once_without_a_wait(self, ci_bot: Any) -> None:
+        import time
+
+        started = time.monotonic()
+        assert Api(ci_bot.auth).post(URL, ASK_CALL).status_code == 202
+        assert time.monotonic() - started < 10
