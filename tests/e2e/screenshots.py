@@ -10,12 +10,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from playwright.sync_api import ViewportSize
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "docs" / "screenshots"
 DB = ROOT / "var" / "screenshots-demo.sqlite3"
-SIZES = {"desktop": {"width": 1280, "height": 860}, "phone": {"width": 375, "height": 812}}
+SIZES: dict[str, ViewportSize] = {"desktop": {"width": 1280, "height": 860}, "phone": {"width": 375, "height": 812}}
 
 
 def prepare_environment() -> None:

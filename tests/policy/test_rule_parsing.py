@@ -90,7 +90,7 @@ class RuleCompileErrorTests:
 
     def test_it_rejects_a_bare_string_as_the_rule_list(self) -> None:
         with pytest.raises(RuleSyntaxError, match="list"):
-            compile_rules("Bash(ls)")  # type: ignore[arg-type]
+            compile_rules("Bash(ls)")
 
     def test_it_compiles_settings_documents_and_items_together(self) -> None:
         compiled = compile_rules([
