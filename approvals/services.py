@@ -484,8 +484,11 @@ def request_decide(
     store = registry.claim_store
     claim = store.claim(str(request_id), f"{decided_by} via {surface}") if store is not None else None
     if store is not None and claim is None:
-        request = PermissionRequest.objects.get(pk=request_id)
-        return DecideResult(False, request, selectors.decision_for(request), holder=store.holder(str(request_id)) or "")
+        finished = _await_holder(request_id)
+        if finished is not None:
+            return finished
+        # The holder neither finished nor let go in time (it may have died): the
+        # database fence below still lets only one of us decide.
     try:
         return _decide_fenced(
             request_id,
@@ -502,6 +505,26 @@ def request_decide(
     finally:
         if claim is not None:
             claim.release()
+
+
+HOLDER_WAIT_SECONDS = 2.0
+
+
+def _await_holder(request_id: uuid.UUID | str) -> DecideResult | None:
+    """The loser's answer once the claim holder's outcome is known; None if it never came.
+
+    A held claim says who is deciding, not who won: the holder's own fence can still
+    lose to a cancel or the deadline, which take no claim. So a loser waits (briefly:
+    a holder commits in milliseconds) and names the real winner from the audit row.
+    """
+    deadline = time.monotonic() + min(HOLDER_WAIT_SECONDS, settings.GATEHOUSE_CLAIM_TTL_MS / 1000)
+    while True:
+        request = PermissionRequest.objects.get(pk=request_id)
+        if request.state != RequestState.PENDING:
+            return DecideResult(False, request, selectors.decision_for(request))
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)
 
 
 def _decide_fenced(
