@@ -1,0 +1,309 @@
+"""Exactly one decision, checked Jepsen-style: record a history, then check it against a model.
+
+Several agents submit asks over their sockets; concurrent deciders race over HTTP
+(`POST …/decision`), agents withdraw some requests at random, others are left to their
+short deadline; two dashboards watch. Mid-run the private Redis (never the shared one)
+is restarted, flushed, or frozen past the claim TTL. Every operation and what it
+returned goes into a history, and the check afterwards is the model:
+
+- each request ends with at most one decision, and exactly one audit row;
+- at most one decider was told it won (200), and the audit row names that decider;
+- every loser's 409 names the real winner;
+- the agent heard exactly that decision (every decision frame for the id agrees);
+- dashboards were told who won (every push names the real winner);
+- the hash chain verifies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+
+from approvals import services
+from approvals.audit import verify_chain
+from approvals.models import Decision, PermissionRequest
+from tests.live import LiveServer, live_server
+from tests.relay.redis_server import PrivateRedis, private_redis
+from tests.relay.wsclient import in_thread, session_cookie
+from tests.reliability.faults import Freezer
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+AGENTS = 3
+ASKS_PER_AGENT = 12
+CLAIM_TTL_MS = 800
+ASK_TIMEOUT = 4
+FAULTS = ["none", "redis_restart", "redis_flush", "redis_pause"]
+SETTLE_TIMEOUT = 60.0
+
+
+@dataclass
+class History:
+    """Every operation and its result, in the order they completed."""
+
+    ops: list[dict[str, Any]] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+    def add(self, **op: Any) -> None:
+        op["t"] = round(time.monotonic() - self.started, 3)
+        self.ops.append(op)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [op for op in self.ops if op["op"] == kind]
+
+
+@pytest.fixture
+def redis_and_server(django_db_blocker: Any) -> Iterator[tuple[PrivateRedis, LiveServer]]:
+    with private_redis() as redis_server, django_db_blocker.unblock(), live_server(
+        REDIS_URL=redis_server.url, GATEHOUSE_CLAIM_TTL_MS=str(CLAIM_TTL_MS),
+        GATEHOUSE_ASK_TIMEOUT=str(ASK_TIMEOUT), GATEHOUSE_SWEEP_INTERVAL="1",
+    ) as srv:
+        yield redis_server, srv
+
+
+class Agent:
+    def __init__(self, name: str, token: str, history: History) -> None:
+        self.name, self.token, self.history = name, token, history
+        self.ids: dict[str, str] = {}  # ref -> request id
+        self.pending: asyncio.Queue[str] = asyncio.Queue()
+        self.ws: ClientConnection | None = None
+
+    async def run(self, srv: LiveServer, count: int, stop: asyncio.Event) -> None:
+        async with connect(f"{srv.ws_url}/ws/agent/", additional_headers={"Authorization": f"Bearer {self.token}"},
+                           proxy=None, open_timeout=30) as ws:
+            self.ws = ws
+            reader = asyncio.ensure_future(self.read(ws))
+            for n in range(count):
+                ref = f"{self.name}-{n}"
+                body = {"tool_name": "Bash", "tool_input": {"command": f"rm -rf build/{n}"}, "session_id": "jepsen",
+                        "cwd": "/srv/project", "tool_use_id": f"toolu_{uuid.uuid4().hex}"}
+                self.history.add(op="submit", agent=self.name, ref=ref)
+                await ws.send(json.dumps({"type": "permission_request", "ref": ref, "request": body}))
+                await asyncio.sleep(random.uniform(0.02, 0.12))
+            await stop.wait()
+            reader.cancel()
+
+    async def read(self, ws: ClientConnection) -> None:
+        async for raw in ws:
+            frame = json.loads(raw)
+            if frame.get("type") == "pending":
+                self.ids[str(frame["ref"])] = frame["id"]
+                self.history.add(op="pending", agent=self.name, ref=frame["ref"], id=frame["id"])
+                await self.pending.put(frame["id"])
+            elif frame.get("type") == "decision":
+                decision = frame.get("decision") or {}
+                self.history.add(op="agent_heard", agent=self.name, ref=frame.get("ref"), id=frame.get("id"),
+                                 behavior=decision.get("behavior"), decided_by=decision.get("decided_by"),
+                                 reason=(decision.get("reason") or {}).get("type"))
+            elif frame.get("type") == "error":
+                self.history.add(op="agent_error", agent=self.name, frame=frame)
+
+    async def cancel(self, request_id: str) -> None:
+        assert self.ws is not None
+        self.history.add(op="cancel", agent=self.name, id=request_id)
+        await self.ws.send(json.dumps({"type": "cancel", "id": request_id}))
+
+
+async def decide(client: httpx.AsyncClient, srv: LiveServer, who: str, token: str, request_id: str,
+                 history: History) -> None:
+    behavior = random.choice(["allow", "deny"])
+    try:
+        response = await client.post(f"{srv.url}/api/v1/permission-requests/{request_id}/decision",
+                                     json={"behavior": behavior}, headers={"Authorization": f"Bearer {token}"})
+    except httpx.HTTPError as exc:
+        history.add(op="decide", who=who, id=request_id, behavior=behavior, status=0, error=repr(exc))
+        return
+    body = response.json()
+    decision = (body.get("decision") or (body.get("request") or {}).get("decision") or {})
+    error = body.get("error") or {}
+    history.add(op="decide", who=who, id=request_id, behavior=behavior, status=response.status_code,
+                told_decided_by=decision.get("decided_by") or error.get("decided_by"),
+                told_behavior=decision.get("behavior"), message=error.get("message", ""))
+
+
+async def dashboard(srv: LiveServer, name: str, cookie: str, history: History, ready: asyncio.Event,
+                    stop: asyncio.Event) -> None:
+    async with connect(f"{srv.ws_url}/ws/dashboard/", additional_headers={"Cookie": f"sessionid={cookie}"},
+                       origin=srv.url, proxy=None, open_timeout=30) as ws:  # type: ignore[arg-type]
+        await ws.send(json.dumps({"type": "subscribe"}))
+        while True:
+            frame = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            if frame.get("type") == "snapshot":
+                ready.set()
+                break
+
+        async def read() -> None:
+            async for raw in ws:
+                frame = json.loads(raw)
+                if frame.get("type") in ("request.decided", "request.cancelled", "request.expired"):
+                    history.add(op="dashboard_heard", dashboard=name, id=frame["id"], type=frame["type"],
+                                decided_by=frame.get("decided_by"), behavior=frame.get("behavior"))
+
+        reader = asyncio.ensure_future(read())
+        await stop.wait()
+        reader.cancel()
+
+
+def inject(fault: str, redis_server: PrivateRedis, history: History) -> None:
+    history.add(op="fault", fault=fault)
+    if fault == "redis_restart":
+        redis_server.restart()
+    elif fault == "redis_flush":
+        import redis
+
+        redis.Redis.from_url(redis_server.url).flushall()
+    elif fault == "redis_pause":
+        assert redis_server.process is not None
+        Freezer(redis_server.process.pid).freeze_for(CLAIM_TTL_MS / 1000 * 3)
+    history.add(op="fault_injected", fault=fault)
+
+
+async def deciders_loop(srv: LiveServer, agents: list[Agent], approvers: dict[str, str], history: History,
+                        redis_server: PrivateRedis, fault: str) -> None:
+    """For each pending request: race 2-3 deciders, or cancel it, or leave it to its deadline."""
+    total = AGENTS * ASKS_PER_AGENT
+    seen = 0
+    jobs: list[asyncio.Task[None]] = []
+    by_agent = {a.name: a for a in agents}
+    async with httpx.AsyncClient(timeout=30) as client:
+        while seen < total:
+            getters = {asyncio.ensure_future(a.pending.get()): a.name for a in agents}
+            done, waiting = await asyncio.wait(getters, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+            for task in waiting:
+                task.cancel()
+            assert done, "no request became pending within 30 s"
+            for task in done:
+                request_id, owner = task.result(), getters[task]
+                seen += 1
+                if seen == total // 2 and fault != "none":
+                    await asyncio.to_thread(inject, fault, redis_server, history)
+                roll = random.random()
+                if roll < 0.15:
+                    continue  # left to its deadline
+                if roll < 0.30:
+                    jobs.append(asyncio.ensure_future(by_agent[owner].cancel(request_id)))
+                racers = random.sample(sorted(approvers), k=random.choice([2, 3]))
+                jobs.extend(asyncio.ensure_future(decide(client, srv, who, approvers[who], request_id, history))
+                            for who in racers)
+        await asyncio.gather(*jobs)
+
+
+def settled(ids: set[str]) -> bool:
+    return PermissionRequest.objects.filter(pk__in=ids, state="pending").count() == 0
+
+
+def run_history(srv: LiveServer, redis_server: PrivateRedis, fault: str, tokens: dict[str, str],
+                approvers: dict[str, str], cookies: dict[str, str]) -> History:
+    history = History()
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        readies = {name: asyncio.Event() for name in cookies}
+        boards = [asyncio.ensure_future(dashboard(srv, name, cookie, history, readies[name], stop))
+                  for name, cookie in cookies.items()]
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in readies.values())), 30)
+        agents = [Agent(name, token, history) for name, token in tokens.items()]
+        runs = [asyncio.ensure_future(a.run(srv, ASKS_PER_AGENT, stop)) for a in agents]
+        await deciders_loop(srv, agents, approvers, history, redis_server, fault)
+        ids = {op["id"] for op in history.of("pending")}
+        # Wait (bounded) for the database to settle: deadlines pass, the sweeper expires.
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        while not await in_thread(settled, ids):
+            assert time.monotonic() < deadline, "requests still pending long after their deadline"
+            await asyncio.sleep(0.25)
+        # ...and for every agent to have heard every outcome (sockets recheck every 5 s).
+        heard = lambda: {op["id"] for op in history.of("agent_heard")}  # noqa: E731
+        while not ids <= heard():
+            assert time.monotonic() < deadline + 20, f"agents never heard {sorted(ids - heard())}"
+            await asyncio.sleep(0.25)
+        await asyncio.sleep(0)  # let the dashboards drain what already arrived
+        stop.set()
+        await asyncio.gather(*runs, *boards, return_exceptions=True)
+
+    asyncio.run(scenario())
+    return history
+
+
+def check(history: History, fault: str) -> list[str]:
+    """The model. Returns every violation found (empty means the history is valid)."""
+    problems: list[str] = []
+    ids = {op["id"] for op in history.of("pending")}
+    rows = {str(d.request_id): d for d in Decision.objects.filter(request_id__in=ids)}
+    states = dict(PermissionRequest.objects.filter(pk__in=ids).values_list("pk", "state"))
+    for request_id in ids:
+        state = states[uuid.UUID(request_id)]
+        row = rows.get(request_id)
+        if state == "pending" or row is None:
+            problems.append(f"{request_id}: state {state}, audit row {row}")
+            continue
+        winners = [op for op in history.of("decide") if op["id"] == request_id and op["status"] == 200]
+        if len(winners) > 1:
+            problems.append(f"{request_id}: {len(winners)} deciders were told they won")
+        if winners and (row.decided_by != winners[0]["who"] or row.behavior != winners[0]["behavior"]):
+            problems.append(f"{request_id}: winner {winners[0]} but audit says {row.decided_by} {row.behavior}")
+        if winners and state != "decided":
+            problems.append(f"{request_id}: a decider won but the request is {state}")
+        for op in history.of("decide"):
+            if op["id"] != request_id or op["status"] == 200:
+                continue
+            if op["status"] != 409:
+                problems.append(f"{request_id}: decider got {op['status']}: {op}")
+            elif op["told_decided_by"] and not str(op["told_decided_by"]).startswith(row.decided_by):
+                problems.append(f"{request_id}: loser told {op['told_decided_by']!r}, winner {row.decided_by!r}")
+        for op in history.of("agent_heard"):
+            if op["id"] == request_id and (op["behavior"] != row.behavior or op["decided_by"] != row.decided_by):
+                problems.append(f"{request_id}: agent heard {op['behavior']} by {op['decided_by']}, "
+                                f"audit says {row.behavior} by {row.decided_by}")
+        for op in history.of("dashboard_heard"):
+            if op["id"] == request_id and op["decided_by"] != row.decided_by:
+                problems.append(f"{request_id}: dashboard told {op['decided_by']}, winner {row.decided_by}")
+    if fault == "none":
+        # Without faults the doorbell rings every time: each dashboard heard every ending.
+        for name in {op["dashboard"] for op in history.of("dashboard_heard")} | {"alice", "root"}:
+            told = {op["id"] for op in history.of("dashboard_heard") if op["dashboard"] == name}
+            if ids - told:
+                problems.append(f"dashboard {name} never heard of {len(ids - told)} endings")
+    breaks = list(verify_chain())
+    if breaks:
+        problems.append(f"hash chain broken: {breaks[:3]}")
+    return problems
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+class ExactlyOneDecisionTests:
+    def test_it_keeps_a_valid_history_under_concurrent_deciders_and_redis_faults(
+        self, fault: str, redis_and_server: tuple[PrivateRedis, LiveServer], alice: Any, admin: Any,
+        default_team: Any
+    ) -> None:
+        redis_server, srv = redis_and_server
+        random.seed(f"gatehouse-{fault}")
+        carol = services.membership_set(
+            user=type(alice).objects.create_user(username="carol", password="carol-password-1"),
+            team=default_team, role="approver",
+        ).user
+        tokens = {f"agent{n}": services.agent_create(name=f"jepsen-{n}", team=default_team)[1] for n in range(AGENTS)}
+        approvers = {u.username: services.personal_token_create(user=u) for u in (alice, admin, carol)}
+        cookies = {"alice": session_cookie(alice), "root": session_cookie(admin)}
+
+        history = run_history(srv, redis_server, fault, tokens, approvers, cookies)
+
+        problems = check(history, fault)
+        decides = history.of("decide")
+        summary = {"requests": len(history.of("pending")), "decides": len(decides),
+                   "won": sum(op["status"] == 200 for op in decides),
+                   "lost": sum(op["status"] == 409 for op in decides), "cancels": len(history.of("cancel")),
+                   "expired": Decision.objects.filter(reason_type="timeout").count()}
+        print("history summary", fault, summary)
+        assert problems == [], "\n".join(problems[:40])
+        assert summary["requests"] == AGENTS * ASKS_PER_AGENT
+        assert summary["won"] > 0 and summary["lost"] > 0 and summary["expired"] > 0
