@@ -57,6 +57,11 @@ class PendingCollector(Collector):
     that announced a request is rarely the one that sees it decided).
     """
 
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        # Registering calls describe(); without it the registry would collect() — a
+        # database query while Django is still starting up.
+        yield GaugeMetricFamily("gatehouse_pending_requests", "Requests waiting for an answer.")
+
     def collect(self) -> Iterator[GaugeMetricFamily]:
         from approvals.models import RequestState
 
