@@ -37,7 +37,11 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 ROUNDS = 3
 ASKS = 16
 ASK_TIMEOUT = 5
-SERVER_ENV = {"GATEHOUSE_ASK_TIMEOUT": str(ASK_TIMEOUT), "GATEHOUSE_SWEEP_INTERVAL": "1"}
+
+
+
+def server() -> Any:
+    return live_server(GATEHOUSE_ASK_TIMEOUT=str(ASK_TIMEOUT), GATEHOUSE_SWEEP_INTERVAL="1")
 
 
 def ask(n: str) -> dict[str, Any]:
@@ -148,7 +152,7 @@ class CrashConsistencyTests:
         submitted: dict[str, str] = {}
         kills: list[float] = []
         for round_no in range(ROUNDS):
-            with django_db_blocker.unblock(), live_server(**SERVER_ENV) as srv:
+            with django_db_blocker.unblock(), server() as srv:
 
                 async def one_round(srv: LiveServer = srv, round_no: int = round_no) -> None:
                     race = asyncio.ensure_future(submit_and_race(srv, ci_bot.token, approver_token, round_no, seen))
@@ -163,7 +167,7 @@ class CrashConsistencyTests:
         # Every request an agent was told about survived the crash.
         assert PermissionRequest.objects.filter(pk__in=ids).count() == len(ids)
 
-        with django_db_blocker.unblock(), live_server(**SERVER_ENV) as srv:
+        with django_db_blocker.unblock(), server() as srv:
             still_pending = pending_ids(ids)
             snapshot = asyncio.run(dashboard_snapshot(srv, cookie))
             assert still_pending <= snapshot, "a reconnecting dashboard must see what is still pending"
