@@ -207,6 +207,10 @@ def decision_payload(decision: Decision) -> dict[str, Any]:
 
 
 def request_payload(request: PermissionRequest, decision: Decision | None = None) -> dict[str, Any]:
+    if decision is not None and request.state == RequestState.PENDING:
+        # The row was read before the decision committed (its state changes in the same
+        # transaction as the audit row): re-read it so status and decision agree.
+        request.refresh_from_db(fields=["state", "decided_at", "version"])
     evaluation = request.evaluation or {}
     return {
         "id": str(request.pk),

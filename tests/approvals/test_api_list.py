@@ -54,3 +54,16 @@ class ServerErrorTests:
         page = server_error(RequestFactory().get("/rules/"))
         assert page.status_code == 500
         assert page["Content-Type"].startswith("text/html")
+
+
+@pytest.mark.django_db
+class PayloadConsistencyTests:
+    def test_it_never_pairs_a_decision_with_a_pending_status(self, ci_bot: Any, pending: Any) -> None:
+        from approvals import selectors
+        from approvals.models import PermissionRequest
+
+        request = pending()
+        stale = PermissionRequest.objects.get(pk=request.pk)  # read before the cancel commits
+        result = services.request_cancel(request=request)
+        payload = selectors.request_payload(stale, result.decision)
+        assert payload["status"] == "cancelled"
