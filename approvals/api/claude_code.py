@@ -38,11 +38,13 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from approvals import selectors, services
+from approvals.api.errors import DATABASE_UNAVAILABLE
 from approvals.audit import input_hash
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
 from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState
@@ -365,12 +367,27 @@ def _agent_for(header: str) -> Agent | bool | None:
     return principal.agent if isinstance(principal, AgentPrincipal) else False
 
 
+def _event_of(request: HttpRequest) -> str:
+    """The hook event named in the body, read leniently (only to shape a deny)."""
+    try:
+        body = json.loads(request.body or b"null")
+    except (ValueError, RequestDataTooBig):
+        return PRE_TOOL_USE
+    event = body.get("hook_event_name") if isinstance(body, dict) else None
+    return event if isinstance(event, str) else PRE_TOOL_USE
+
+
 @csrf_exempt
 async def claude_code_hook(request: HttpRequest) -> JsonResponse:
     """Answer one Claude Code hook event with the JSON Claude Code expects on stdout."""
     if request.method != "POST":
         return _error(405, "method_not_allowed", "POST Claude Code's hook input JSON to this URL.")
-    agent = await _agent_for(request.headers.get("Authorization", ""))
+    try:
+        agent = await _agent_for(request.headers.get("Authorization", ""))
+    except DatabaseError:
+        # Fail closed even before we know who asks: a deny Claude Code honours, not a 500.
+        log.exception("claude-code hook: database unavailable")
+        return JsonResponse(render_failure(_event_of(request), DATABASE_UNAVAILABLE), status=503)
     if agent is None:
         return _error(401, "not_authenticated", "Send the agent's token as 'Authorization: Bearer <token>'.")
     if agent is False:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+log = logging.getLogger(__name__)
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -38,7 +42,26 @@ def _first_message(detail: Any) -> str:
     return str(detail)
 
 
+DATABASE_UNAVAILABLE = "audit unavailable: Gatehouse cannot reach its database, so it denies the call."
+
+
+def database_unavailable() -> Response:
+    """Fail closed with the same deny body as an unwritable audit row (503, never a 500)."""
+    return Response(
+        {
+            "decision": {"behavior": "deny", "reason": {"type": "other", "detail": "audit unavailable"},
+                         "message": DATABASE_UNAVAILABLE},
+            **error_body("audit_unavailable", DATABASE_UNAVAILABLE),
+        },
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+    )
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, DatabaseError):
+        # The database is down or unreachable (even token lookup failed): a clear deny.
+        log.error("database unavailable: %s", exc)
+        return database_unavailable()
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
