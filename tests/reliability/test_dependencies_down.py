@@ -25,8 +25,8 @@ from websockets.asyncio.client import connect
 from approvals import services
 from approvals.models import Decision
 from tests.live import ROOT, LiveServer, free_port, live_server, test_database_url
-from tests.reliability.clients import call, heard_from_http
 from tests.relay.redis_server import PrivateRedis, private_redis
+from tests.reliability.clients import call, heard_from_http
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -85,7 +85,7 @@ class RedisDownTests:
         assert heard_from_http(polled).behavior == "deny"
 
         # Nobody decides the next ask: its deadline denies it (the sweeper reads the database).
-        unanswered, _ = timed_post(submit, ci_bot.token, call("rm -rf dist", "r4"))
+        timed_post(submit, ci_bot.token, call("rm -rf dist", "r4"))
         final, took = timed_post(submit, ci_bot.token, call("rm -rf dist", "r4"), wait=15)
         outcome = heard_from_http(final)
         assert outcome.behavior == "deny" and outcome.detail == "timeout", final.text
@@ -107,7 +107,7 @@ class RedisDownTests:
                         frame = json.loads(await asyncio.wait_for(ws.recv(), 15))
                         if frame.get("type") in ("decision", "error"):
                             return str(frame.get("decision", {}).get("behavior") or frame.get("code"))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 return f"closed: {type(exc).__name__}"
 
         outcome_ws = asyncio.run(agent_socket())
