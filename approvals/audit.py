@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
+
 from approvals.models import Decision
 
 GENESIS_HASH = "0" * 64
@@ -51,6 +53,21 @@ def chained_fields(decision: Decision) -> dict[str, Any]:
 def row_hash(decision: Decision, prev_hash: str) -> str:
     payload = prev_hash + "\n" + canonical_json(chained_fields(decision))
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+# An arbitrary constant naming the audit chain's advisory lock on PostgreSQL.
+CHAIN_LOCK_KEY = 0x6761746568
+
+
+def lock_chain_head() -> None:
+    """Serialise appends to the chain until this transaction ends (PostgreSQL only).
+
+    - Call inside `transaction.atomic()`. SQLite needs nothing: its IMMEDIATE
+      transactions already take the database's single write lock at BEGIN.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK_KEY])
 
 
 def chain_head() -> str:

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 import policy
 from approvals import events, selectors
-from approvals.audit import chain_head, input_hash, row_hash
+from approvals.audit import chain_head, input_hash, lock_chain_head, row_hash
 from approvals.extensions import registry
 from approvals.models import (
     Agent,
@@ -59,6 +59,10 @@ class AuditUnavailable(Exception):
 
 class ServiceError(ValueError):
     """Bad input to a service, with a message a person or a model can act on."""
+
+
+class ToolUseIdReused(ServiceError):
+    """A replay of a `tool_use_id` with a different call: refused, never answered."""
 
 
 @dataclass(frozen=True)
@@ -330,7 +334,7 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
     tool_use_id = call.get("tool_use_id") or f"gh_{uuid.uuid4().hex}"
     existing = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id)
     if existing is not None:
-        return SubmitResult(existing, selectors.decision_for(existing), created=False)
+        return SubmitResult(_same_call(existing, call), selectors.decision_for(existing), created=False)
 
     started = time.perf_counter()
     doc = _engine_input(agent, call)
@@ -359,10 +363,24 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
         existing = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id)
         if existing is None:
             raise AuditUnavailable(AUDIT_UNAVAILABLE) from None
-        return SubmitResult(existing, selectors.decision_for(existing), created=False)
+        return SubmitResult(_same_call(existing, call), selectors.decision_for(existing), created=False)
     except DatabaseError as exc:
         log.error("audit write failed for %s: %s", tool_use_id, exc)
         raise AuditUnavailable(AUDIT_UNAVAILABLE) from exc
+
+
+def _same_call(existing: PermissionRequest, call: dict[str, Any]) -> PermissionRequest:
+    """The replayed request, if the replay really is the same call.
+
+    A replay returns the first call's decision, so a reused `tool_use_id` with other
+    input (`ls` allowed, then `rm -rf ~` under the same id) must not inherit its allow.
+    """
+    if existing.input_hash != input_hash(call.get("tool_input", {})):
+        raise ToolUseIdReused(
+            f"tool_use_id {existing.tool_use_id!r} was already used for a different call; "
+            "send this call with a new tool_use_id."
+        )
+    return existing
 
 
 def _evaluation(verdict: policy.Decision) -> dict[str, Any]:
@@ -468,8 +486,10 @@ def _append_decision(
         "latency_ms": latency_ms,
         "created_at": now,
     }
-    # prev_hash is unique: a concurrent writer that read the same head loses the insert
-    # and retries on the new head, so the chain never forks.
+    # On PostgreSQL writers queue on an advisory lock held to commit, so they never race
+    # for the head. Everywhere, prev_hash is unique: a concurrent writer that read the
+    # same head loses the insert and retries on the new head, so the chain never forks.
+    lock_chain_head()
     for _ in range(20):
         try:
             with transaction.atomic():
