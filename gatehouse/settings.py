@@ -129,7 +129,7 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------
 
-DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'gatehouse.sqlite3'}")
+DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'gatehouse.sqlite3'}"
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))}
 # Seconds a write waits for a lock before it fails: a locked audit table must turn into a
 # prompt "audit unavailable" deny, never a request that hangs past its deadline.
