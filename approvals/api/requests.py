@@ -147,6 +147,8 @@ class PermissionRequestSubmitApi(ApiView):
             result = services.request_submit(agent=agent, call=dict(serializer.validated_data))
         except services.AuditUnavailable:
             return audit_unavailable()
+        except services.ToolUseIdReused as exc:
+            return Response(error_body("tool_use_id_reused", str(exc)), status=409)
         return request_response(result.request, result.decision, wait=wait)
 
 

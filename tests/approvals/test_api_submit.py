@@ -49,10 +49,14 @@ class SubmitTests:
         api = Api(ci_bot.auth)
         call = {**ASK_CALL, "tool_use_id": "toolu_replay"}
         first = api.post(URL, call).json()
-        second = api.post(URL, {**call, "tool_input": {"command": "something else"}})
+        second = api.post(URL, call)
         assert second.status_code == 202
         assert second.json()["id"] == first["id"]
         assert second.json()["tool_input"] == ASK_CALL["tool_input"]
+        # Reusing the id for another call is refused: it must not inherit the first answer.
+        other = api.post(URL, {**call, "tool_input": {"command": "something else"}})
+        assert other.status_code == 409
+        assert other.json()["error"]["code"] == "tool_use_id_reused"
         assert PermissionRequest.objects.filter(tool_use_id="toolu_replay").count() == 1
 
     def test_it_replays_a_decided_request_with_its_decision(self, ci_bot: Any) -> None:
