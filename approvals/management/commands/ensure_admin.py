@@ -28,6 +28,9 @@ class Command(BaseCommand):
         if admin is None:
             password = os.environ.get("GATEHOUSE_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
             admin = users.create_superuser(username=username, email="", password=password)
-            shown = "from GATEHOUSE_ADMIN_PASSWORD" if os.environ.get("GATEHOUSE_ADMIN_PASSWORD") else password
-            self.stdout.write(f"Created admin user {username!r} with password: {shown}")
+            if os.environ.get("GATEHOUSE_ADMIN_PASSWORD"):
+                self.stdout.write(f"Created admin user {username!r} (password from GATEHOUSE_ADMIN_PASSWORD)")
+            else:
+                # Printed once, here; it is stored only as a hash.
+                self.stdout.write(f"Created admin user {username!r} with password: {password}")
         services.membership_set(user=admin, team=team, role=Role.APPROVER)
