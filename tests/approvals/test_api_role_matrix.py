@@ -33,6 +33,7 @@ rule_delete     401       401         401           403   403         403    204
 rules_explain   401       401         401           403   403         200    200      200      200
 health          401       401         401           200   200         200    200      200      200
 schema          200       401         401           200   200         200    200      200      200
+claude_hook     401       401         401           200   200         403    403      403      403
 """
 
 ENDPOINTS: dict[str, tuple[str, str, Any]] = {
@@ -50,6 +51,10 @@ ENDPOINTS: dict[str, tuple[str, str, Any]] = {
     "rules_explain": ("post", "/api/v1/rules/explain", {"tool_name": "Bash", "tool_input": {"command": "ls"}}),
     "health": ("get", "/api/v1/health", None),
     "schema": ("get", "/api/schema/", None),
+    "claude_hook": ("post", "/hooks/claude-code", {
+        "hook_event_name": "PostToolUse", "session_id": "s1", "cwd": "/tmp/proj", "tool_name": "Bash",
+        "tool_input": {"command": "ls"}, "tool_use_id": "matrix-hook", "tool_response": {"stdout": ""},
+    }),
 }
 
 
@@ -59,7 +64,9 @@ def expected_table() -> dict[tuple[str, str], int]:
     return {(row[0], persona): int(code) for row in lines[1:] for persona, code in zip(header, row[1:], strict=True)}
 
 
-@pytest.mark.django_db
+# Transactional: the Claude Code hook endpoint is async and reads through channels'
+# database_sync_to_async, which closes the connection a non-transactional test needs.
+@pytest.mark.django_db(transaction=True)
 class RoleMatrixTests:
     def test_it_gives_every_persona_exactly_the_expected_status_on_every_endpoint(
         self, ci_bot: Any, other_bot: Any, alice: Any, bob: Any, mallory: Any, admin: Any, default_team: Any
