@@ -15,6 +15,12 @@ from bench import push
 from bench.stats import Figure, Row, ratio, summary_ms
 
 TITLE = "Push latency (100 pending, 20 dashboards)"
+BOTTLENECK = (
+    "database work per socket: every dashboard renders its own card for every event "
+    "(queries + template, 20 times per event), the agent's frame re-reads the decision, and "
+    "each Channels DB call opens a new PostgreSQL connection (27% of the server's busy time); "
+    "a decision also waits for its 16-statement audit write before it is announced"
+)
 PENDING = 100
 
 

@@ -78,13 +78,14 @@ def print_table(figures: list[Figure]) -> None:
 
 
 def write_json(path: Path, figures: list[Figure], meta: dict[str, Any]) -> None:
-    data = {**meta, "machine": machine(), "figures": [fig.to_dict() for fig in figures]}
+    finished = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    data = {**meta, "finished_at": finished, "machine": machine(), "figures": [fig.to_dict() for fig in figures]}
     path.write_text(json.dumps(data, indent=2, default=str) + "\n")
 
 
-def markdown_block(figures: list[Figure], meta: dict[str, Any]) -> str:
-    info = machine()
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+def markdown_block(figures: list[Figure], meta: dict[str, Any], machine_info: dict[str, Any] | None = None) -> str:
+    info = machine_info or machine()
+    when = meta.get("finished_at") or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         BEGIN,
         f"Run: {when}, `python -m bench{' --quick' if meta.get('quick') else ''}` in {meta.get('seconds', 0):.0f} s; "
@@ -106,9 +107,11 @@ def markdown_block(figures: list[Figure], meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def update_docs(path: Path, figures: list[Figure], meta: dict[str, Any]) -> None:
+def update_docs(
+    path: Path, figures: list[Figure], meta: dict[str, Any], machine_info: dict[str, Any] | None = None
+) -> None:
     """Replace the results block between the markers; keep the rest of the page as written."""
-    block = markdown_block(figures, meta)
+    block = markdown_block(figures, meta, machine_info)
     text = path.read_text() if path.exists() else f"# Performance\n\n{BEGIN}\n{END}\n"
     if BEGIN not in text:
         text = text.rstrip() + f"\n\n## Latest results\n\n{BEGIN}\n{END}\n"

@@ -75,3 +75,18 @@ class HarnessTests:
         broken.pop(8, None) if "PostgreSQL is not reachable" in numbers[8]["why"] else None
         assert not broken, broken
         assert all(fig["rows"] for fig in numbers.values() if fig["status"] == "measured")
+
+
+class ReportOnlyTests:
+    def test_it_rerenders_the_docs_from_a_results_file_and_names_bottlenecks(self, tmp_path: Path) -> None:
+        missed = Figure(5, "Push", rows=[Row("p50", 9.0, "ms", 1.0, "echo", 9.0, "p50 <= 5 ms", False)])
+        results = tmp_path / "results.json"
+        report.write_json(results, [missed], {"quick": False, "seconds": 3.0, "database": "postgresql",
+                                              "redis": "REDIS_URL"})
+        page = tmp_path / "PERFORMANCE.md"
+        page.write_text(f"# Performance\n\n{report.BEGIN}\n{report.END}\n")
+        subprocess.run([sys.executable, "-m", "bench", "--report-only", "--json", str(results), "--docs", str(page)],
+                       cwd=ROOT, check=True, capture_output=True, timeout=60)
+        text = page.read_text()
+        assert "| | p50 | 9 ms | 1 ms (echo) | 9 | p50 <= 5 ms | **no** |" in text
+        assert "**5. Push**: database work per socket" in text
