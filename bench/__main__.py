@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     report.print_table(figures)
     report.write_json(Path(args.json), figures, meta)
-    if not args.no_docs:
+    # The page keeps a full run's table: quick and smoke sizes are for checking, not reporting.
+    if not args.no_docs and not (args.quick or args.smoke):
         report.update_docs(Path(args.docs), figures, meta)
     print(f"\n{len(figures)} figures in {meta['seconds']} s; results in {args.json}", file=sys.stderr)
     return 0
