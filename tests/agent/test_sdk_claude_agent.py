@@ -19,8 +19,6 @@ from agent.claude_sdk import make_can_use_tool
 from tests.agent.sdk_support import Approver, add_rule, approver_token, audit_rows, gatehouse, in_db
 from tests.fakes.anthropic_stream import ScriptedToolUse, fake_anthropic
 
-claude_agent_sdk = pytest.importorskip("claude_agent_sdk")
-
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.claude_cli, pytest.mark.timeout(180)]
 __all__ = ["approver_token", "gatehouse"]
 

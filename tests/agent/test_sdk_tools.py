@@ -114,7 +114,7 @@ class BashSandboxTests:
         from agent.tools.bash import sandbox_available
 
         if not sandbox_available():
-            pytest.skip("bubblewrap is not installed or cannot create namespaces here")
+            pytest.fail("bubblewrap is missing or cannot create namespaces: `make test` installs Debian's bubblewrap")
 
     async def test_it_lets_a_command_write_only_inside_the_working_directories(
         self, runner: ToolRunner, tmp_path: Path

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import import_module
 from typing import Any
 
 import pytest
@@ -30,19 +31,28 @@ def decide_some(agent: Any, count: int) -> list[Decision]:
     return rows
 
 
+SQLITE_GUARD_MIGRATION = import_module("approvals.migrations.0003_audit_no_update_sqlite")
+SQLITE_GUARD_CREATE: str = SQLITE_GUARD_MIGRATION.CREATE
+SQLITE_GUARD_DROP: str = SQLITE_GUARD_MIGRATION.DROP
+
+
 @contextmanager
 def tamper() -> Iterator[Any]:
-    """A raw cursor that may rewrite the audit table (PostgreSQL's guard trigger is off)."""
+    """A raw cursor that may rewrite the audit table, its guard trigger off (as an attacker would)."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # Django's foreign keys are deferred; ALTER TABLE refuses while their checks wait.
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute("ALTER TABLE approvals_decision DISABLE TRIGGER approvals_decision_append_only")
+        else:
+            cursor.execute(SQLITE_GUARD_DROP)
         try:
             yield cursor
         finally:
             if connection.vendor == "postgresql":
                 cursor.execute("ALTER TABLE approvals_decision ENABLE TRIGGER approvals_decision_append_only")
+            else:
+                cursor.execute(SQLITE_GUARD_CREATE)
 
 
 def verify() -> str:
@@ -86,9 +96,7 @@ class AuditChainTests:
         with pytest.raises(AuditTamperError):
             row.delete()
 
-    def test_it_refuses_raw_updates_in_postgresql(self, ci_bot: Any) -> None:
-        if connection.vendor != "postgresql":
-            pytest.skip("the database-level guard is PostgreSQL's trigger")
+    def test_it_refuses_raw_updates_in_the_database(self, ci_bot: Any) -> None:
         (row,) = decide_some(ci_bot.agent, 1)
         with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("UPDATE approvals_decision SET behavior = 'allow' WHERE id = %s", [row.pk])

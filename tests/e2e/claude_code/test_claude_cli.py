@@ -23,10 +23,13 @@ from tests.live import LiveServer, free_port, live_server
 pytestmark = [
     pytest.mark.claude_cli,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        not os.path.exists(claude_bin()), reason="Claude Code CLI not installed (make test installs it)"
-    ),
 ]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _claude_installed() -> None:
+    if not os.path.exists(claude_bin()):
+        pytest.fail(f"the Claude Code CLI is missing at {claude_bin()}: `make test` installs it")
 
 
 @pytest.fixture
