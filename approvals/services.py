@@ -21,7 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -310,7 +310,7 @@ def _run_pre_decision(doc: dict[str, Any], team_id: int) -> dict[str, Any]:
         return {}
     merged: dict[str, Any] = {}
     with ThreadPoolExecutor(max_workers=len(providers)) as pool:
-        futures = [pool.submit(provider, dict(doc), team_id=team_id) for provider in providers]
+        futures = [pool.submit(_provide, provider, dict(doc), team_id) for provider in providers]
         for provider, future in zip(providers, futures, strict=True):
             try:
                 contribution = dict(future.result())
@@ -323,6 +323,15 @@ def _run_pre_decision(doc: dict[str, Any], team_id: int) -> dict[str, Any]:
             merged.setdefault("pre_tool_use_hooks", list(doc["pre_tool_use_hooks"])).extend(hooks)
             merged.update(contribution)
     return merged
+
+
+def _provide(provider: Any, doc: dict[str, Any], team_id: int) -> dict[str, Any]:
+    try:
+        return dict(provider(doc, team_id=team_id))
+    finally:
+        # The worker thread dies with the pool; its database connection must not linger
+        # (on PostgreSQL one leaked connection per submitted call adds up).
+        connections.close_all()
 
 
 def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
