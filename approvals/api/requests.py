@@ -134,8 +134,9 @@ class PermissionRequestSubmitApi(ApiView):
         parameters=[WAIT_PARAMETER],
         request=InputSerializer,
         responses={200: RequestOutputSerializer, 202: RequestOutputSerializer, 503: AuditUnavailableSerializer,
-                   413: ErrorSerializer, **ERRORS},
-        description="Submit one proposed tool call (agents only). Replaying a `tool_use_id` returns the same request.",
+                   409: ErrorSerializer, 413: ErrorSerializer, **ERRORS},
+        description="Submit one proposed tool call (agents only). Replaying a `tool_use_id` returns the same "
+        "request; reusing it for a different call is a 409.",
     )
     def post(self, request: Request) -> Response:
         wait = wait_seconds(request)
