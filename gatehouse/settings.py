@@ -90,6 +90,7 @@ INSTALLED_APPS = [
     "channels",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "approvals",
     "relay",
 ]
@@ -257,6 +258,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Permission gateway and remote-approval relay for AI coding agents.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from our own static files: no CDN, and the CSP stays strict.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     # Two choice sets share the field name "behavior": a decision's and a rule's.
     "ENUM_NAME_OVERRIDES": {
         "DecisionBehaviorEnum": ["allow", "deny"],

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from approvals.api.claude_code import claude_code_hook
 from approvals.api.errors import not_found as api_not_found
@@ -19,7 +19,7 @@ urlpatterns = [
     path("accounts/login/", login_view, name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("approvals.api.urls")),
     # Unknown API paths get the API's JSON 404, even with DEBUG on.
     re_path(r"^api/", api_not_found),
