@@ -8,7 +8,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gatehouse.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
 
+from gatehouse.bodylimit import BodySizeLimit  # noqa: E402
 from relay.routing import websocket_urlpatterns  # noqa: E402
 
 websocket_routes = list(websocket_urlpatterns)
@@ -20,7 +22,7 @@ if os.environ.get("GATEHOUSE_BENCH") == "1":
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": BodySizeLimit(django_asgi_app, settings.GATEHOUSE_MAX_BODY_BYTES),
         "websocket": URLRouter(websocket_routes),
     }
 )
