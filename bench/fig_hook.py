@@ -26,9 +26,10 @@ from bench.stats import Figure, Row, percentile
 
 TITLE = "Hook command: python -m agent.hook"
 BOTTLENECK = (
-    "the server's answer (curl alone ~90 ms; the hook spends 88% of its wall time waiting "
-    "for it) plus the hook's own ~65 ms of CPU: interpreter start and ~40 ms of imports "
-    "(urllib.request pulls in http.client, email and ssl)"
+    "mostly the server's answer, which curl posting the same JSON also waits for (cProfile: "
+    "88% of the hook's wall time is waiting for the response), plus the hook's own ~65 ms of "
+    "CPU: interpreter start and ~40 ms of imports (urllib.request pulls in http.client, email "
+    "and ssl); the hook-curl gap also swings with the machine's load between runs"
 )
 
 

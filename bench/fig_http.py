@@ -22,8 +22,7 @@ BOTTLENECK = (
     "the database: an auto-decided submit is 16 SQL statements (token, replay check, denial "
     "state read and rewrite, 2 rule queries, request and audit inserts, chain head, commit) "
     "against 1 for the no-op, each request on a fresh PostgreSQL connection (DB_CONN_MAX_AGE=0; "
-    "DB_POOL=1 halves c=1 latency); the engine is ~0.1 ms. Errors at c>=16 are fail-closed "
-    "503s: `_append_decision` logs 'audit chain insert kept failing' under concurrent writers"
+    "DB_POOL=1 halves c=1 latency); the engine is ~0.1 ms"
 )
 BOTTLENECK3 = (
     "neither server is the bottleneck: both spend their time in the same Django/database work, "
