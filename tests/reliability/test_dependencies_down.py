@@ -24,7 +24,8 @@ from websockets.asyncio.client import connect
 
 from approvals import services
 from approvals.models import Decision
-from tests.live import ROOT, LiveServer, free_port, live_server, test_database_url
+from tests.live import ROOT, LiveServer, free_port, live_server
+from tests.live import test_database_url as run_database_url
 from tests.relay.redis_server import PrivateRedis, private_redis
 from tests.reliability.clients import call, heard_from_http
 
@@ -205,7 +206,7 @@ class DatabaseDownTests:
             pytest.skip("needs PostgreSQL (DATABASE_URL=postgres://…); on SQLite the lock fault stands in")
         settings_db = connection.settings_dict
         proxy = CuttableProxy((settings_db.get("HOST") or "127.0.0.1", int(settings_db.get("PORT") or 5432)))
-        url = test_database_url().replace(f":{settings_db.get('PORT') or 5432}/", f":{proxy.port}/")
+        url = run_database_url().replace(f":{settings_db.get('PORT') or 5432}/", f":{proxy.port}/")
         try:
             with django_db_blocker.unblock(), live_server(DATABASE_URL=url) as srv:
                 submit = f"{srv.url}/api/v1/permission-requests"
