@@ -13,6 +13,7 @@ import io
 import json
 from typing import Any
 
+import httpx
 import pytest
 from django.test import Client
 from hypothesis import HealthCheck, given, settings
@@ -113,19 +114,6 @@ PAYLOADS = {
 }
 
 
-def streamed_text(response: Any) -> str:
-    """The body of a streaming response, whether its iterator is sync or async."""
-    content = response.streaming_content
-    if hasattr(content, "__aiter__"):
-        async def collect() -> list[Any]:
-            return [chunk async for chunk in content]
-
-        chunks = asyncio.run(collect())
-    else:
-        chunks = list(content)
-    return "".join(c.decode() if isinstance(c, bytes) else c for c in chunks)
-
-
 class PayloadSubmission:
     def submit_payloads(self, ci_bot: Any, alice: Any) -> list[Any]:
         requests = []
@@ -173,15 +161,18 @@ class InertPayloadTests(PayloadSubmission):
 
 
 
-# Transactional: the export streams from another thread, which sees only committed rows.
+# Transactional: the live server reads the rows, so they must be committed.
 @pytest.mark.django_db(transaction=True)
 class CsvInjectionTests(PayloadSubmission):
-    def test_it_defuses_formulas_in_the_csv_export(self, ci_bot: Any, alice: Any) -> None:
+    def test_it_defuses_formulas_in_the_csv_export(self, security_server: LiveServer, ci_bot: Any,
+                                                   alice: Any) -> None:
         self.submit_payloads(ci_bot, alice)
         token = services.personal_token_create(user=alice)
-        response = Client().get("/api/v1/audit?format=csv", HTTP_AUTHORIZATION=f"Bearer {token}")
+        # Over HTTP from a live server, as a spreadsheet user would download it.
+        response = httpx.get(f"{security_server.url}/api/v1/audit", params={"format": "csv"}, timeout=30,
+                             headers={"Authorization": f"Bearer {token}"})
         assert response.status_code == 200
-        rows = list(csv.reader(io.StringIO(streamed_text(response))))
+        rows = list(csv.reader(io.StringIO(response.text)))
         assert len(rows) >= 3
         dangerous = [cell for row in rows[1:] for cell in row if cell[:1] in ("=", "+", "-", "@", "\t", "\r")]
         assert dangerous == []
