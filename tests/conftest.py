@@ -97,6 +97,18 @@ def ci_bot(default_team: Any) -> AgentPersona:
 
 
 @pytest.fixture
+def registered_agent(default_team: Any) -> Any:
+    """Register a default-team agent with a given mode (an agent never exceeds its registration)."""
+    from approvals import services
+
+    def register(name: str, mode: str) -> AgentPersona:
+        agent, token = services.agent_create(name=name, team=default_team, mode=mode)
+        return AgentPersona(agent, token)
+
+    return register
+
+
+@pytest.fixture
 def other_bot(other_team: Any) -> AgentPersona:
     """Another team's agent."""
     from approvals import services

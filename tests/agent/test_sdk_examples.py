@@ -19,9 +19,12 @@ __all__ = ["gatehouse"]
 
 
 class ScriptedExampleTests:
-    def test_it_plays_the_script_and_prints_each_tool_result(self, gatehouse: Any, ci_bot: Any, tmp_path: Path) -> None:
+    def test_it_plays_the_script_and_prints_each_tool_result(
+        self, gatehouse: Any, registered_agent: Any, tmp_path: Path
+    ) -> None:
+        editor = registered_agent("editor-bot", "acceptEdits")  # the script runs in acceptEdits
         add_rule("Bash(ls:*)", "allow")
-        env = {**os.environ, "GATEHOUSE_URL": gatehouse.url, "GATEHOUSE_TOKEN": ci_bot.token}
+        env = {**os.environ, "GATEHOUSE_URL": gatehouse.url, "GATEHOUSE_TOKEN": editor.token}
         done = subprocess.run(
             [sys.executable, "-m", "examples.scripted_agent", "--cwd", str(tmp_path / "demo"), "--mode", "acceptEdits"],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=90, check=True,

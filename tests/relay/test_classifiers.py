@@ -30,9 +30,10 @@ class ReadOnlyClassifierTests:
         assert classifier.classify({"tool_name": "Bash", "tool_input": {"command": "rm -rf /"},
                                     "cwd": "/tmp/proj"})["behavior"] is None
 
-    def test_auto_mode_uses_it_before_asking_anyone(self, ci_bot: Any) -> None:
-        allowed = services.request_submit(agent=ci_bot.agent, call=ask_call("git status", permission_mode="auto"))
-        asked = services.request_submit(agent=ci_bot.agent,
+    def test_auto_mode_uses_it_before_asking_anyone(self, registered_agent: Any) -> None:
+        auto_bot = registered_agent("auto-bot", "auto")
+        allowed = services.request_submit(agent=auto_bot.agent, call=ask_call("git status", permission_mode="auto"))
+        asked = services.request_submit(agent=auto_bot.agent,
                                         call=ask_call("rm -rf build", permission_mode="auto", tool_use_id="t2"))
         assert allowed.decision is not None and allowed.decision.reason_type == "classifier"
         assert asked.decision is None
@@ -62,11 +63,12 @@ class LLMClassifierTests:
             verdict = LLMClassifier(api_key="sk-test", base_url=api.url).classify({"tool_name": "Bash"})
         assert verdict["behavior"] is None
 
-    def test_auto_mode_asks_the_llm_when_the_rules_classifier_has_no_opinion(self, ci_bot: Any) -> None:
+    def test_auto_mode_asks_the_llm_when_the_rules_classifier_has_no_opinion(self, registered_agent: Any) -> None:
+        auto_bot = registered_agent("auto-bot", "auto")
         with fake_anthropic(_verdict("deny", "destructive")) as api, override_settings(
             GATEHOUSE_LLM_CLASSIFIER=True, ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url
         ):
-            result = services.request_submit(agent=ci_bot.agent, call=ask_call(permission_mode="auto"))
+            result = services.request_submit(agent=auto_bot.agent, call=ask_call(permission_mode="auto"))
         assert result.decision is not None
         assert result.decision.behavior == "deny"
         assert result.decision.reason_type == "classifier"
