@@ -28,6 +28,23 @@ class CallContext:
     paths: list[NormalPath] = field(default_factory=list)
     analysis: ShellAnalysis | None = None
     host: str | None = None
+    _operand_paths: list[NormalPath] | None = field(default=None, repr=False)
+
+    def shell_operand_paths(self) -> list[NormalPath]:
+        """Every operand of the shell command as a path (``cat .env``), resolved once.
+
+        The deny and ask layers both need them; resolving symlinks is the costly part.
+        """
+        if self._operand_paths is None:
+            commands = self.analysis.commands if self.analysis is not None else []
+            self._operand_paths = [
+                normalise(word, self.cwd, self.home)
+                for command in commands
+                for word in command.words[1:]
+                # Any operand may name a file; options cannot.
+                if word and not word.startswith("-")
+            ]
+        return self._operand_paths
 
     @property
     def project_root(self) -> str:

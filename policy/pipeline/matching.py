@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
-from policy.paths import NormalPath, is_inside, normalise
+from policy.paths import NormalPath, is_inside
 from policy.pipeline.context import CallContext
 from policy.rules.compiled import CompiledRule, CompiledRules, RuleIndex
 from policy.shell.commands import SimpleCommand
@@ -124,13 +124,7 @@ def _bash_path_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> Co
                if i is not None and i.other]
     if not indexes or ctx.analysis is None:
         return None
-    paths = [
-        normalise(word, ctx.cwd, ctx.home)
-        for command in ctx.analysis.commands
-        for word in command.words[1:]
-        # Any operand may name a file (``cat .env``); options cannot.
-        if word and not word.startswith("-")
-    ]
+    paths = ctx.shell_operand_paths()
     if not paths:
         return None
     return strongest(_path_match(i, behavior, ctx, paths) for i in indexes)
