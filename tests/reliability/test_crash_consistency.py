@@ -50,9 +50,8 @@ def ask(n: str) -> dict[str, Any]:
 
 
 async def submit_and_race(srv: LiveServer, agent_token: str, approver_token: str, round_no: int,
-                          seen: list[dict[str, Any]]) -> dict[str, str]:
-    """Submit asks (half HTTP, half socket), race decisions on them, until the server dies."""
-    ids: dict[str, str] = {}  # request id -> how it was submitted
+                          seen: list[dict[str, Any]], ids: dict[str, str]) -> dict[str, str]:
+    """Submit asks (half HTTP, half socket) into `ids`, race decisions on them, until the server dies."""
     agent_auth = {"Authorization": f"Bearer {agent_token}"}
     async with httpx.AsyncClient(timeout=10) as client:
         try:
@@ -105,8 +104,12 @@ async def submit_and_race(srv: LiveServer, agent_token: str, approver_token: str
     return ids
 
 
-async def killer(srv: LiveServer) -> float:
-    delay = random.uniform(0.2, 1.5)
+async def killer(srv: LiveServer, ids: dict[str, str]) -> float:
+    # Let the round get going (two requests known to the agent), however slow the machine.
+    started = time.monotonic()
+    while len(ids) < 2 and time.monotonic() - started < 30:
+        await asyncio.sleep(0.01)
+    delay = random.uniform(0, 1.3)
     await asyncio.sleep(delay)  # a random moment, not a wait for an event: the kill is the event
     await asyncio.to_thread(srv.kill)
     return delay
@@ -155,8 +158,11 @@ class CrashConsistencyTests:
             with django_db_blocker.unblock(), server() as srv:
 
                 async def one_round(srv: LiveServer = srv, round_no: int = round_no) -> None:
-                    race = asyncio.ensure_future(submit_and_race(srv, ci_bot.token, approver_token, round_no, seen))
-                    kills.append(await killer(srv))
+                    ids: dict[str, str] = {}  # request id -> how it was submitted
+                    race = asyncio.ensure_future(
+                        submit_and_race(srv, ci_bot.token, approver_token, round_no, seen, ids)
+                    )
+                    kills.append(await killer(srv, ids))
                     submitted.update(await race)
 
                 asyncio.run(one_round())
