@@ -159,30 +159,37 @@ async def dashboard_reader(sock: Any, soak: Soak, stop: asyncio.Event) -> None:
             soak.error(f"dashboard error frame: {frame}")
 
 
-async def sample_memory(server: Server, soak: Soak, stop: asyncio.Event) -> None:
+async def sample_memory(servers: list[Server], soak: Soak, stop: asyncio.Event) -> None:
+    # With several processes the figure is the largest one's RSS: each must stay flat.
     while not stop.is_set():
-        soak.window().rss_kib = max(soak.window().rss_kib, server.rss_kib())
+        soak.window().rss_kib = max(soak.window().rss_kib, *(s.rss_kib() for s in servers))
         await asyncio.sleep(1)
 
 
-async def run(server: Server, fixtures: dict[str, Any], args: argparse.Namespace) -> Soak:
+async def run(servers: list[Server], fixtures: dict[str, Any], args: argparse.Namespace) -> Soak:
+    """Agents and dashboards spread round-robin over the server processes."""
     soak = Soak()
     asks: asyncio.Queue[str] = asyncio.Queue()
     stop = asyncio.Event()
     tokens = fixtures["socket_agent_tokens"][: args.agents]
-    boards = [await open_dashboard(server.ws_url, server.url, s) for s in fixtures["sessions"][: args.dashboards]]
+    sessions = fixtures["sessions"][: args.dashboards]
+    boards = [
+        await open_dashboard(servers[i % len(servers)].ws_url, servers[i % len(servers)].url, session)
+        for i, session in enumerate(sessions)
+    ]
     agents = []
-    for token in tokens:
+    for i, token in enumerate(tokens):
+        server = servers[i % len(servers)]
         ws = await connect(f"{server.ws_url}/ws/agent/", additional_headers={"Authorization": f"Bearer {token}"},
                            open_timeout=60, max_size=2**22)
         agents.append(SoakAgent(ws, soak, asks))
     soak.started = time.monotonic()
     until = soak.started + args.seconds
-    async with httpx.AsyncClient(base_url=server.url, timeout=ANSWER_TIMEOUT,
+    async with httpx.AsyncClient(base_url=servers[-1].url, timeout=ANSWER_TIMEOUT,
                                  headers={"Authorization": f"Bearer {fixtures['approver_token']}"}) as http:
         helpers = [asyncio.ensure_future(approver_loop(http, asks, soak, stop)) for _ in range(2)]
         helpers += [asyncio.ensure_future(dashboard_reader(b, soak, stop)) for b in boards]
-        helpers.append(asyncio.ensure_future(sample_memory(server, soak, stop)))
+        helpers.append(asyncio.ensure_future(sample_memory(servers, soak, stop)))
         await asyncio.gather(*(agent_loop(a, args.rate, args.ask_every, until) for a in agents))
         stop.set()
         await asyncio.gather(*helpers)
@@ -269,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dashboards", type=int, default=20)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--seconds", type=float, default=None, help="overrides --minutes (smoke runs)")
+    parser.add_argument("--servers", type=int, default=1, help="server processes behind the one Redis and database")
+    parser.add_argument("--server-kind", choices=("daphne", "uvicorn"), default="daphne")
     parser.add_argument("--ask-every", type=int, default=10, help="every Nth call is an ask (0: none)")
     parser.add_argument("--out", default=None, help="write the result JSON here")
     args = parser.parse_args(argv)
@@ -280,12 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     random.seed(1)
     try:
         env.start()
-        with env.server() as server:
-            soak = asyncio.run(run(server, env.fixtures, args))
-            log_tail = server.log_tail(40)
+        servers = [env.start_server(args.server_kind) for _ in range(args.servers)]
+        soak = asyncio.run(run(servers, env.fixtures, args))
+        log_tail = "\n".join(server.log_tail(40) for server in servers)
     finally:
         env.stop()
-    config = {k: getattr(args, k) for k in ("agents", "rate", "dashboards", "seconds", "ask_every")}
+    keys = ("agents", "rate", "dashboards", "seconds", "ask_every", "servers", "server_kind")
+    config = {k: getattr(args, k) for k in keys}
     result: dict[str, Any] = {"config": config, "database": env.database_kind, "verdict": verdict(soak),
                               "windows": [w.summary() for w in soak.windows], "error_samples": soak.error_samples}
     if not result["verdict"]["passed"]:
