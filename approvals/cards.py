@@ -35,20 +35,37 @@ def render_card(request: PermissionRequest, user: Any, *, http_request: HttpRequ
       then carries no CSRF token and the page's script adds it on submit.
     """
     decision = selectors.decision_for(request) if request.state != "pending" else None
+    can_decide = request.state == "pending" and selectors.can_decide(user, request)
+    return render_card_as(request, can_decide=can_decide, decision=decision, http_request=http_request)
+
+
+def render_card_as(request: PermissionRequest, *, can_decide: bool, decision: Any = None,
+                   http_request: HttpRequest | None = None) -> str:
+    """HTML of one request card for anyone allowed to see it, with or without the decide form.
+
+    - The card depends on the person only through `can_decide`, so the relay renders it
+      once per event and role and shares it between every socket of the team.
+    - `can_decide` is honoured only while the request is pending.
+    """
     return render_to_string(
         "approvals/_request_card.html",
-        {"card": card_context(request, user, decision=decision)},
+        {"card": _context(request, can_decide=can_decide, decision=decision)},
         request=http_request,
     )
 
 
 def card_context(request: PermissionRequest, user: Any, *, decision: Any = None) -> dict[str, Any]:
+    can_decide = request.state == "pending" and selectors.can_decide(user, request)
+    return _context(request, can_decide=can_decide, decision=decision)
+
+
+def _context(request: PermissionRequest, *, can_decide: bool, decision: Any) -> dict[str, Any]:
     evaluation = request.evaluation or {}
     suggested = [str(rule) for rule in evaluation.get("suggested_rules") or []]
     return {
         "req": request,
         "decision": decision,
-        "can_decide": request.state == "pending" and selectors.can_decide(user, request),
+        "can_decide": request.state == "pending" and can_decide,
         "input_html": render_input(request.tool_name, request.tool_input),
         "destructive_warning": evaluation.get("destructive_warning"),
         "warnings": [w for w in evaluation.get("warnings") or [] if w != evaluation.get("destructive_warning")],

@@ -12,13 +12,16 @@ Channels maps the type to the consumer method `request_decided` and so on.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import transaction
 
+from approvals import selectors
 from approvals.extensions import registry
 from approvals.models import Decision, PermissionRequest, RequestState
 
@@ -51,11 +54,19 @@ def send(groups: list[str], event: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    for group in groups:
-        try:
-            async_to_sync(layer.group_send)(group, event)
-        except Exception:  # the database stays the truth; clients refetch on reconnect
-            log.exception("event %s to %s was not delivered", event.get("type"), group)
+    # One hop to the event loop for all the groups, not one each: from a sync thread every
+    # async_to_sync is a round trip through the loop (or a new loop, outside a server).
+    try:
+        async_to_sync(_send_all)(layer, groups, event)
+    except Exception:  # the database stays the truth; clients refetch on reconnect
+        log.exception("event %s to %s was not delivered", event.get("type"), groups)
+
+
+async def _send_all(layer: BaseChannelLayer, groups: list[str], event: dict[str, Any]) -> None:
+    outcomes = await asyncio.gather(*(layer.group_send(group, event) for group in groups), return_exceptions=True)
+    for group, outcome in zip(groups, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            log.error("event %s to %s was not delivered", event.get("type"), group, exc_info=outcome)
 
 
 def request_groups(request: PermissionRequest) -> list[str]:
@@ -95,12 +106,27 @@ def announce_finished(request: PermissionRequest, decision: Decision) -> None:
                 "behavior": decision.behavior,
                 "decided_by": decision.decided_by,
                 "surface": decision.surface,
+                **_decision_payload(decision),
             },
         )
         for announcer in registry.announcers:
             _safely(announcer.name, announcer.request_finished, request, decision)
 
     transaction.on_commit(fire)
+
+
+# The decision rides along so agent sockets answer without re-reading it (the relay
+# falls back to the database when it is missing). A rewritten input past this size stays
+# out of the channel layer: every group of the request would carry it.
+PUSHED_INPUT_MAX_BYTES = 16 * 1024
+
+
+def _decision_payload(decision: Decision) -> dict[str, Any]:
+    payload = selectors.decision_payload(decision)
+    updated = payload["updated_input"]
+    if updated is not None and len(json.dumps(updated, default=str)) > PUSHED_INPUT_MAX_BYTES:
+        return {}
+    return {"decision": payload}
 
 
 def _safely(name: str, func: Any, *args: Any) -> None:

@@ -25,11 +25,11 @@ from channels.layers import get_channel_layer
 
 from approvals import events, selectors, services
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
-from approvals.cards import render_card
-from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState
+from approvals.cards import render_card_as
+from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState, Role
 from policy.errors import classify_tool_error
+from relay import fanout, sweeper
 from relay import selectors as relay_selectors
-from relay import sweeper
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +123,23 @@ def decision_frame(ref: Any, request: PermissionRequest, decision: Decision) -> 
         "status": request.state,
         "decision": selectors.decision_payload(decision),
     }
+
+
+DECISION_KEYS = frozenset(("id", "behavior", "message", "updated_input", "reason", "decided_by", "surface",
+                           "decided_at"))
+FINISHED_STATES = frozenset(str(s.value) for s in (RequestState.DECIDED, RequestState.CANCELLED, RequestState.EXPIRED))
+
+
+def pushed_decision(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The decision a `request.decided`-style event carries, if whole; else None (read the row)."""
+    decision = event.get("decision")
+    if not isinstance(decision, dict) or set(decision) != DECISION_KEYS:
+        return None
+    if event.get("state") not in FINISHED_STATES or decision["behavior"] not in ("allow", "deny"):
+        return None
+    if decision["id"] is None or decision["id"] != event.get("decision_id"):
+        return None
+    return decision
 
 
 class GatehouseConsumer(AsyncWebsocketConsumer):
@@ -442,8 +459,18 @@ class AgentConsumer(GatehouseConsumer):
 
     async def request_finished(self, event: dict[str, Any]) -> None:
         request_id = relay_selectors.parse_request_id(event.get("request_id"))
-        if request_id is not None and request_id in self.refs:
+        if request_id is None or request_id not in self.refs:
+            return
+        decision = pushed_decision(event)
+        if decision is None:
+            # An older server process, or a rewritten input too large to push: read it.
             await self.deliver([request_id])
+            return
+        # The event was sent after the audit row committed and carries that row: no
+        # database read (and no worker thread) on the way to the agent.
+        ref = self.refs.pop(request_id)
+        await self.send_json({"type": "decision", "ref": ref, "id": str(request_id), "status": event["state"],
+                              "decision": decision})
 
     request_decided = request_finished
     request_cancelled = request_finished
@@ -469,15 +496,13 @@ async def aend_user_sessions(user_id: int) -> None:
         await layer.group_send(user_group(user_id), {"type": "session.ended"})
 
 
-def _card(request_id: Any, user: Any) -> tuple[str, str] | None:
-    request = relay_selectors.request_with_agent(request_id)
-    if request is None or not selectors.can_see(user, request.team_id):
-        return None
-    return str(request.pk), render_card(request, user)
-
-
 def _snapshot(user: Any) -> list[dict[str, str]]:
-    return [{"id": str(r.pk), "html": render_card(r, user)} for r in selectors.pending_requests(user)]
+    # One query for the teams the user decides in, not one per card.
+    approver_of = selectors.team_ids_for(user, role=Role.APPROVER)
+    return [
+        {"id": str(r.pk), "html": render_card_as(r, can_decide=approver_of is None or r.team_id in approver_of)}
+        for r in selectors.pending_requests(user)
+    ]
 
 
 def _visible_team(request_id: uuid.UUID, user: Any) -> int | None:
@@ -548,15 +573,20 @@ class DashboardConsumer(GatehouseConsumer):
 
     # -- events
 
+    # Cards are rendered once per process and event (relay.fanout) and handed to every
+    # socket in the variant its user's role allows, read from the database at event time.
+
     async def request_created(self, event: dict[str, Any]) -> None:
-        card = await db(_card)(event.get("request_id"), self.user)
-        if card is not None:
-            await self.send_json({"type": "request.created", "id": card[0], "html": card[1]})
+        card = await fanout.CARDS.card(event)
+        html = card.html_for(self.user) if card is not None else None
+        if card is not None and html is not None:
+            await self.send_json({"type": "request.created", "id": card.id, "html": html})
 
     async def request_finished(self, event: dict[str, Any]) -> None:
-        card = await db(_card)(event.get("request_id"), self.user)
-        if card is not None:
-            await self.send_json({"type": event["type"], "id": card[0], "html": card[1],
+        card = await fanout.CARDS.card(event)
+        html = card.html_for(self.user) if card is not None else None
+        if card is not None and html is not None:
+            await self.send_json({"type": event["type"], "id": card.id, "html": html,
                                   "behavior": event.get("behavior"), "decided_by": event.get("decided_by"),
                                   "surface": event.get("surface")})
 

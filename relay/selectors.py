@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from approvals import services
-from approvals.models import Agent, PermissionRequest, PersonalToken
+from approvals.models import Agent, Membership, PermissionRequest, PersonalToken
 
 
 def token_is_revoked(token: str) -> bool:
@@ -37,3 +37,8 @@ def request_with_agent(request_id: Any) -> PermissionRequest | None:
     if request_uuid is None:
         return None
     return PermissionRequest.objects.select_related("agent", "team").filter(pk=request_uuid).first()
+
+
+def team_roles(team_id: int) -> dict[int, str]:
+    """Every member of the team with their role: user id -> "approver" | "viewer"."""
+    return dict(Membership.objects.filter(team_id=team_id).values_list("user_id", "role"))

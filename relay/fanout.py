@@ -1,0 +1,115 @@
+"""Render each pushed card once per process and event, and share it between the sockets.
+
+Every dashboard socket of a team hears the same `request.created` / `request.decided`
+doorbell. Rendering the card per socket meant, per event and per socket, a worker
+thread, a fresh database connection, three queries and a template: 20 dashboards made
+the 20th wait for 19 renders. Now the first socket to handle an event reads the
+request, its decision and the team's memberships in one worker-thread call and renders
+the card twice (with and without the decide form); the other sockets of the process
+await that same work and take the variant their user's role allows.
+
+Who sees what is decided as before, per socket and from the database at event time:
+the memberships are read with the card, so a person removed from the team gets nothing
+from the next event on, a viewer gets the card without the form, and a socket whose user
+is not in the card's team (or is inactive) gets nothing at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from channels.db import database_sync_to_async
+
+from approvals import selectors
+from approvals.cards import render_card_as
+from approvals.models import RequestState, Role
+from relay import selectors as relay_selectors
+
+# A socket that handles the event later than this (a very busy process) renders afresh:
+# long enough for every socket of one doorbell, short enough that a membership change
+# reaches the next event's readers.
+RETAIN_SECONDS = 5.0
+MAX_ENTRIES = 1000
+
+
+@dataclass(frozen=True)
+class PushedCard:
+    """One request's card as read at event time, in both variants."""
+
+    id: str
+    team_id: int
+    roles: Mapping[int, str]  # the team's members when the card was read
+    html: str  # without the decide form
+    html_approver: str  # with it while the request is pending
+
+    def html_for(self, user: Any) -> str | None:
+        """The variant `user` may see, or None when the card is not theirs to see."""
+        if user is None or not user.is_authenticated or not user.is_active:
+            return None
+        role = Role.APPROVER if user.is_superuser else self.roles.get(user.pk)
+        if role is None:
+            return None
+        return self.html_approver if role == Role.APPROVER else self.html
+
+
+def load_card(request_id: uuid.UUID) -> PushedCard | None:
+    """Read and render one card for every socket (ORM work: call from a worker thread)."""
+    request = relay_selectors.request_with_agent(request_id)
+    if request is None:
+        return None
+    pending = request.state == RequestState.PENDING
+    decision = None if pending else selectors.decision_for(request)
+    html = render_card_as(request, can_decide=False, decision=decision)
+    html_approver = render_card_as(request, can_decide=True, decision=decision) if pending else html
+    return PushedCard(str(request.pk), request.team_id, relay_selectors.team_roles(request.team_id), html,
+                      html_approver)
+
+
+class CardFanout:
+    """A small per-process cache of in-flight and just-rendered cards, keyed by event."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._entries: OrderedDict[tuple[Any, ...], tuple[float, asyncio.Future[PushedCard | None]]] = OrderedDict()
+
+    async def card(self, event: dict[str, Any]) -> PushedCard | None:
+        """The card this event announces; the first caller reads it, the others wait for it."""
+        request_id = relay_selectors.parse_request_id(event.get("request_id"))
+        if request_id is None:
+            return None
+        key = (event.get("type"), request_id, event.get("decision_id"))
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a future belongs to one event loop
+            self._loop, self._entries = loop, OrderedDict()
+        now = time.monotonic()
+        self._forget_old(now)
+        entry = self._entries.get(key)
+        if entry is None:
+            future = asyncio.ensure_future(database_sync_to_async(load_card, thread_sensitive=False)(request_id))
+            future.add_done_callback(lambda done: self._forget_failed(key, done))
+            entry = self._entries[key] = (now, future)
+        # Shielded: one socket closing while it waits must not cancel the others' card.
+        return await asyncio.shield(entry[1])
+
+    def _forget_old(self, now: float) -> None:
+        while self._entries:
+            key, (started, future) = next(iter(self._entries.items()))
+            if len(self._entries) <= MAX_ENTRIES and (now - started < RETAIN_SECONDS or not future.done()):
+                return
+            del self._entries[key]
+
+    def _forget_failed(self, key: tuple[Any, ...], future: asyncio.Future[PushedCard | None]) -> None:
+        # A read that failed (the database blinked) is not remembered: the next socket retries.
+        if future.cancelled() or future.exception() is not None:
+            entry = self._entries.get(key)
+            if entry is not None and entry[1] is future:
+                del self._entries[key]
+
+
+CARDS = CardFanout()
