@@ -150,14 +150,20 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
     async def dispatch(self, message: dict[str, Any]) -> None:
         # An event type this consumer has no use for (a newer server process, another
         # surface's event) is ignored; Channels would otherwise kill the socket.
-        if getattr(self, get_handler_name(message), None) is None:
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
             log.debug("%s ignores event %s", type(self).__name__, message.get("type"))
             return
+        # Channels' own dispatch first runs close_old_connections through sync_to_async:
+        # a hop onto the one thread Django's sync views share, for every frame and every
+        # doorbell of every socket (20 dashboards = 20 hops in a queue per event). Our
+        # handlers touch the database only through `db()`, which closes stale connections
+        # around its own work in its own thread, so the hop guards nothing here.
         if str(message.get("type", "")).startswith("websocket."):
-            await super().dispatch(message)
+            await handler(message)
             return
         try:
-            await super().dispatch(message)
+            await handler(message)
         except Exception:
             # A doorbell we could not act on (the database blinked) must not kill the
             # socket: the periodic re-check or the client's next resume catches up.
@@ -251,7 +257,7 @@ def _error_class(value: Any) -> str:
     return classify_tool_error(None)  # "UnknownError"
 
 
-@database_sync_to_async
+@db
 def _authenticate(token: str) -> tuple[Agent | None, int]:
     principal = authenticate_token(token)
     if isinstance(principal, AgentPrincipal):

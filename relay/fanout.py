@@ -45,17 +45,19 @@ class PushedCard:
     id: str
     team_id: int
     roles: Mapping[int, str]  # the team's members when the card was read
-    html: str  # without the decide form
-    html_approver: str  # with it while the request is pending
+    html_approver: str  # with the decide form while the request is pending
+    html_viewer: str | None  # without it; None when the team had no viewer to show it to
 
     def html_for(self, user: Any) -> str | None:
         """The variant `user` may see, or None when the card is not theirs to see."""
         if user is None or not user.is_authenticated or not user.is_active:
             return None
         role = Role.APPROVER if user.is_superuser else self.roles.get(user.pk)
-        if role is None:
-            return None
-        return self.html_approver if role == Role.APPROVER else self.html
+        if role == Role.APPROVER:
+            return self.html_approver
+        if role == Role.VIEWER:
+            return self.html_viewer
+        return None
 
 
 def load_card(request_id: uuid.UUID) -> PushedCard | None:
@@ -63,12 +65,16 @@ def load_card(request_id: uuid.UUID) -> PushedCard | None:
     request = relay_selectors.request_with_agent(request_id)
     if request is None:
         return None
-    pending = request.state == RequestState.PENDING
-    decision = None if pending else selectors.decision_for(request)
-    html = render_card_as(request, can_decide=False, decision=decision)
-    html_approver = render_card_as(request, can_decide=True, decision=decision) if pending else html
-    return PushedCard(str(request.pk), request.team_id, relay_selectors.team_roles(request.team_id), html,
-                      html_approver)
+    roles = relay_selectors.team_roles(request.team_id)
+    if request.state != RequestState.PENDING:
+        # Nobody can decide any more: one card for everyone.
+        html = render_card_as(request, can_decide=False, decision=selectors.decision_for(request))
+        return PushedCard(str(request.pk), request.team_id, roles, html, html)
+    # Superusers (not members) see the approver's card, so it is always rendered; the
+    # viewer's only when the team has a viewer.
+    html_approver = render_card_as(request, can_decide=True)
+    html_viewer = render_card_as(request, can_decide=False) if Role.VIEWER in roles.values() else None
+    return PushedCard(str(request.pk), request.team_id, roles, html_approver, html_viewer)
 
 
 class CardFanout:
