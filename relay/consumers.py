@@ -47,6 +47,7 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_RATE_LIMITED = 4429
 CLOSE_UNAVAILABLE = 4503
+CLOSE_EVENTS_LOST = 1011  # what a socket whose own channel breaks gets from the server
 
 # Keys an agent may send in `request`, the same as `POST /api/v1/permission-requests`.
 # `pre_tool_use_hooks` are the outputs of the agent harness's own PreToolUse hooks: the
@@ -518,10 +519,32 @@ def _visible_team(request_id: uuid.UUID, user: Any) -> int | None:
     return request.team_id
 
 
+async def _forward(receive: Callable[[], Awaitable[dict[str, Any]]], inbox: asyncio.Queue[dict[str, Any]]) -> None:
+    while True:
+        message = await receive()
+        inbox.put_nowait(message)
+        if message.get("type") == "websocket.disconnect":
+            return
+
+
 class DashboardConsumer(GatehouseConsumer):
     """`/ws/dashboard/`: subscribe, get a snapshot, then live pushes of the user's teams."""
 
     frame_handlers = {"subscribe": "on_subscribe", "open": "on_open", "close": "on_close"}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        # The teams' events come through the process's one subscription per team
+        # (relay.fanout.GROUPS) into this inbox, and the browser's frames are forwarded
+        # into it too: one queue handles both in arrival order, so a snapshot and the
+        # events around it never overtake each other.
+        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.team_groups: list[str] = []
+        forward = asyncio.ensure_future(_forward(receive, self.inbox))
+        try:
+            await super().__call__(scope, self.inbox.get, send)
+        finally:
+            forward.cancel()
+            await self.leave_team_groups()
 
     async def connect(self) -> None:
         self.bucket = TokenBucket()
@@ -547,7 +570,13 @@ class DashboardConsumer(GatehouseConsumer):
             await self.close(CLOSE_UNAVAILABLE)
 
     async def disconnect(self, code: int) -> None:
+        await self.leave_team_groups()
         await self.leave_groups()
+
+    async def leave_team_groups(self) -> None:
+        groups, self.team_groups = self.team_groups, []
+        for group in groups:
+            await fanout.GROUPS.leave(group, self.inbox)
 
     async def on_subscribe(self, frame: dict[str, Any]) -> None:
         # Join first, snapshot second: an event between the two shows up twice at
@@ -556,7 +585,8 @@ class DashboardConsumer(GatehouseConsumer):
             team_ids = await db(selectors.team_ids_for)(self.user)
             groups = [events.ALL_TEAMS_GROUP] if team_ids is None else [events.team_group(t) for t in team_ids]
             for group in groups:
-                await self.group_join(group)
+                await fanout.GROUPS.join(group, self.inbox)
+                self.team_groups.append(group)
             self.subscribed = True
         requests = await db(_snapshot)(self.user)
         await self.send_json({"type": "snapshot", "requests": requests})
@@ -608,6 +638,13 @@ class DashboardConsumer(GatehouseConsumer):
 
     async def request_progress(self, event: dict[str, Any]) -> None:
         await self.send_json({"type": "request.progress", "id": event.get("request_id"), "data": event.get("data")})
+
+    async def fanout_lost(self, event: dict[str, Any]) -> None:
+        # The process lost its subscription to one of this user's teams: rather than
+        # silently stop updating, close; the page reconnects, subscribes and refetches.
+        log.warning("dashboard of user %s closed: lost the events of %s", self.user.pk, event.get("group"))
+        self.closing = True
+        await self.close(CLOSE_EVENTS_LOST)
 
     async def session_ended(self, event: dict[str, Any]) -> None:
         self.closing = True

@@ -1,12 +1,17 @@
-"""Render each pushed card once per process and event, and share it between the sockets.
+"""Per-process fan-out to dashboard sockets: one subscription per group, one render per event.
+
+`LocalGroups` (below) subscribes the process once to each team group and hands every
+event to the inboxes of the dashboards that joined; `CardFanout` renders each pushed card
+once per process and event, and shares it between those sockets.
 
 Every dashboard socket of a team hears the same `request.created` / `request.decided`
 doorbell. Rendering the card per socket meant, per event and per socket, a worker
 thread, a fresh database connection, three queries and a template: 20 dashboards made
 the 20th wait for 19 renders. Now the first socket to handle an event reads the
 request, its decision and the team's memberships in one worker-thread call and renders
-the card twice (with and without the decide form); the other sockets of the process
-await that same work and take the variant their user's role allows.
+the card once per role the team has (with the decide form for approvers, without it for
+viewers); the other sockets of the process await that same work and take the variant
+their user's role allows.
 
 Who sees what is decided as before, per socket and from the database at event time:
 the memberships are read with the card, so a person removed from the team gets nothing
@@ -17,6 +22,7 @@ is not in the card's team (or is inactive) gets nothing at all.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections import OrderedDict
@@ -25,11 +31,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.layers import BaseChannelLayer, get_channel_layer
 
 from approvals import selectors
 from approvals.cards import render_card_as
 from approvals.models import RequestState, Role
 from relay import selectors as relay_selectors
+
+log = logging.getLogger(__name__)
 
 # A socket that handles the event later than this (a very busy process) renders afresh:
 # long enough for every socket of one doorbell, short enough that a membership change
@@ -119,3 +128,117 @@ class CardFanout:
 
 
 CARDS = CardFanout()
+
+
+# --- one subscription per group and process -----------------------------------------------
+
+# A socket that stops reading its inbox (a handler stuck on a dead database) loses events
+# past this many, like a full channel: the doorbell is at most once, the snapshot the truth.
+MAX_BACKLOG = 1000
+LOST = "fanout.lost"
+
+
+@dataclass(eq=False)
+class _LocalGroup:
+    name: str
+    inboxes: set[asyncio.Queue[dict[str, Any]]]
+    ready: asyncio.Future[None] | None = None
+    channel: str = ""
+    pump: asyncio.Task[None] | None = None
+
+
+class LocalGroups:
+    """The process joins each channel-layer group once and hands its events to its sockets.
+
+    channels-redis delivers a group message to every member channel separately: a team
+    with 20 dashboards in one process meant 20 copies, popped from Redis one after another
+    (four round trips each), with whatever was queued behind them (an agent's decision)
+    waiting its turn. Here the process subscribes to a group on one channel of its own
+    and puts each event into the inbox of every socket that joined.
+
+    If that subscription breaks (Redis restarted), every member inbox gets a `fanout.lost`
+    event: the socket closes and the page reconnects, subscribes and refetches, exactly
+    as when a socket's own channel breaks.
+    """
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._groups: dict[str, _LocalGroup] = {}
+
+    async def join(self, group: str, inbox: asyncio.Queue[dict[str, Any]]) -> None:
+        """Deliver the group's events into `inbox` from when this returns."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop, self._groups = loop, {}
+        local = self._groups.get(group)
+        if local is None:
+            local = self._groups[group] = _LocalGroup(group, set())
+            local.ready = asyncio.ensure_future(self._subscribe(local))
+        local.inboxes.add(inbox)
+        assert local.ready is not None
+        try:
+            await asyncio.shield(local.ready)
+        except Exception:
+            local.inboxes.discard(inbox)
+            raise
+
+    async def leave(self, group: str, inbox: asyncio.Queue[dict[str, Any]]) -> None:
+        local = self._groups.get(group)
+        if local is None or inbox not in local.inboxes:
+            return
+        local.inboxes.discard(inbox)
+        if local.inboxes:
+            return
+        del self._groups[group]
+        await self._unsubscribe(local)
+
+    def members(self, group: str) -> int:
+        local = self._groups.get(group)
+        return len(local.inboxes) if local is not None else 0
+
+    async def _subscribe(self, local: _LocalGroup) -> None:
+        try:
+            layer = get_channel_layer()
+            if layer is None:
+                raise RuntimeError("no channel layer")
+            local.channel = await layer.new_channel()
+            await layer.group_add(local.name, local.channel)
+        except Exception:
+            # Not remembered: the next socket to join tries again.
+            if self._groups.get(local.name) is local:
+                del self._groups[local.name]
+            raise
+        local.pump = asyncio.ensure_future(self._pump(layer, local))
+
+    async def _unsubscribe(self, local: _LocalGroup) -> None:
+        if local.ready is not None and not local.ready.done():
+            await asyncio.wait([local.ready])
+        if local.pump is not None:
+            local.pump.cancel()
+        layer = get_channel_layer()
+        if layer is not None and local.channel:
+            try:
+                await layer.group_discard(local.name, local.channel)
+            except Exception:  # the membership expires on its own
+                log.warning("could not leave %s", local.name, exc_info=True)
+
+    async def _pump(self, layer: BaseChannelLayer, local: _LocalGroup) -> None:
+        try:
+            while True:
+                event = await layer.receive(local.channel)
+                for inbox in list(local.inboxes):
+                    if inbox.qsize() < MAX_BACKLOG:
+                        inbox.put_nowait(event)
+                    else:
+                        log.warning("a socket is %d events behind on %s; dropped one", MAX_BACKLOG, local.name)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.warning("lost the subscription to %s; closing its sockets", local.name, exc_info=True)
+            if self._groups.get(local.name) is local:
+                del self._groups[local.name]
+            for inbox in list(local.inboxes):
+                inbox.put_nowait({"type": LOST, "group": local.name})
+
+
+GROUPS = LocalGroups()
