@@ -177,7 +177,12 @@ class LocalGroups:
         local.inboxes.add(inbox)
         assert local.ready is not None
         try:
+            first = not local.ready.done()
             await asyncio.shield(local.ready)
+            if not first:
+                # Joined again on every subscribe: renews the membership's expiry and
+                # restores it after Redis lost its keys (a restart without persistence).
+                await _layer().group_add(group, local.channel)
         except Exception:
             local.inboxes.discard(inbox)
             raise
@@ -198,9 +203,7 @@ class LocalGroups:
 
     async def _subscribe(self, local: _LocalGroup) -> None:
         try:
-            layer = get_channel_layer()
-            if layer is None:
-                raise RuntimeError("no channel layer")
+            layer = _layer()
             local.channel = await layer.new_channel()
             await layer.group_add(local.name, local.channel)
         except Exception:
@@ -239,6 +242,13 @@ class LocalGroups:
                 del self._groups[local.name]
             for inbox in list(local.inboxes):
                 inbox.put_nowait({"type": LOST, "group": local.name})
+
+
+def _layer() -> BaseChannelLayer:
+    layer = get_channel_layer()
+    if layer is None:
+        raise RuntimeError("no channel layer is configured")
+    return layer
 
 
 GROUPS = LocalGroups()

@@ -1,0 +1,169 @@
+"""Pushes rendered once per process and event: each socket still gets only what its user may see."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import redis
+
+from approvals import selectors, services
+from approvals.models import Decision, Membership
+from relay import race
+from tests.live import live_server
+from tests.relay.redis_server import private_redis
+from tests.relay.wsclient import (
+    agent_connect,
+    ask_call,
+    dashboard_connect,
+    in_thread,
+    of_type,
+    receive,
+    receive_until,
+    send,
+    session_cookie,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DECIDE_FORM = '<form class="decide"'
+
+
+async def subscribed(ws: Any) -> None:
+    await send(ws, {"type": "subscribe"})
+    await receive_until(ws, of_type("snapshot"))
+
+
+async def next_frame_after_ping(ws: Any) -> dict[str, Any]:
+    """The first frame after everything already queued for this socket: a ping's error answers last."""
+    await send(ws, {"type": "ping"})
+    return await receive(ws)
+
+
+class SharedCardTests:
+    def test_it_gives_the_decide_form_to_approvers_only(self, relay_server: Any, alice: Any, bob: Any,
+                                                        ci_bot: Any) -> None:
+        alice_cookie, bob_cookie = session_cookie(alice), session_cookie(bob)
+
+        async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+            async with dashboard_connect(relay_server, alice_cookie) as approver, \
+                    dashboard_connect(relay_server, bob_cookie) as viewer, \
+                    agent_connect(relay_server, ci_bot.token) as agent:
+                for ws in (approver, viewer):
+                    await subscribed(ws)
+                await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
+                pending = await receive_until(agent, of_type("pending"))
+                return (await receive_until(approver, of_type("request.created", id=pending["id"])),
+                        await receive_until(viewer, of_type("request.created", id=pending["id"])))
+
+        for_alice, for_bob = asyncio.run(scenario())
+        assert "build" in for_alice["html"] and "build" in for_bob["html"]
+        assert DECIDE_FORM in for_alice["html"]
+        assert DECIDE_FORM not in for_bob["html"] and "approvers decide" in for_bob["html"]
+
+    def test_it_stops_pushing_to_someone_removed_from_the_team(self, relay_server: Any, alice: Any, bob: Any,
+                                                              ci_bot: Any) -> None:
+        alice_cookie, bob_cookie = session_cookie(alice), session_cookie(bob)
+
+        async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+            async with dashboard_connect(relay_server, alice_cookie) as stays, \
+                    dashboard_connect(relay_server, bob_cookie) as removed:
+                for ws in (stays, removed):
+                    await subscribed(ws)
+                # Bob's socket is still in the team's group; the memberships read with
+                # the card must keep it from him.
+                await in_thread(lambda: Membership.objects.filter(user=bob).delete())
+                await in_thread(services.request_submit, agent=ci_bot.agent, call=ask_call())
+                created = await receive_until(stays, of_type("request.created"))
+                return created, await next_frame_after_ping(removed)
+
+        created, bob_next = asyncio.run(scenario())
+        assert "build" in created["html"]
+        assert bob_next["type"] == "error" and bob_next["code"] == "unknown_type"
+
+    def test_it_keeps_pushing_after_other_dashboards_of_the_process_close(self, relay_server: Any, alice: Any,
+                                                                         ci_bot: Any) -> None:
+        cookie = session_cookie(alice)
+
+        async def scenario() -> list[str]:
+            seen = []
+            async with dashboard_connect(relay_server, cookie) as pc:
+                async with dashboard_connect(relay_server, cookie) as phone:
+                    for ws in (pc, phone):
+                        await subscribed(ws)
+                first = await in_thread(services.request_submit, agent=ci_bot.agent,
+                                        call=ask_call("rm -rf one", tool_use_id="one"))
+                seen.append((await receive_until(pc, of_type("request.created", id=str(first.request.pk))))["id"])
+            # Every dashboard of the team has left: the next one subscribes afresh.
+            async with dashboard_connect(relay_server, cookie) as tablet:
+                await subscribed(tablet)
+                second = await in_thread(services.request_submit, agent=ci_bot.agent,
+                                         call=ask_call("rm -rf two", tool_use_id="two"))
+                seen.append((await receive_until(tablet, of_type("request.created",
+                                                                  id=str(second.request.pk))))["id"])
+            return seen
+
+        assert len(asyncio.run(scenario())) == 2
+
+
+class DecisionFrameTests:
+    def test_it_sends_the_agent_the_decision_as_recorded(self, relay_server: Any, alice: Any, ci_bot: Any) -> None:
+        async def scenario() -> dict[str, Any]:
+            async with agent_connect(relay_server, ci_bot.token) as agent:
+                await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
+                pending = await receive_until(agent, of_type("pending"))
+                await in_thread(race.answer, pending["id"], "deny", surface="web", user=alice,
+                                message="not on the release branch")
+                return await receive_until(agent, of_type("decision", ref="r"))
+
+        frame = asyncio.run(scenario())
+        row = Decision.objects.select_related("request").get(request_id=frame["id"])
+        assert frame["status"] == row.request.state == "decided"
+        assert frame["decision"] == selectors.decision_payload(row)
+        assert frame["decision"]["message"] == "not on the release branch"
+
+    def test_it_reads_a_large_rewritten_input_from_the_database(self, relay_server: Any, alice: Any,
+                                                               ci_bot: Any) -> None:
+        # Too large to ride on the event through the channel layer: the socket reads the row.
+        rewritten = {"command": "echo " + "x" * 40_000}
+
+        async def scenario() -> dict[str, Any]:
+            async with agent_connect(relay_server, ci_bot.token) as agent:
+                await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
+                pending = await receive_until(agent, of_type("pending"))
+                await in_thread(race.answer, pending["id"], "allow", surface="web", user=alice,
+                                updated_input=rewritten)
+                return await receive_until(agent, of_type("decision", ref="r"))
+
+        frame = asyncio.run(scenario())
+        assert frame["decision"]["behavior"] == "allow"
+        assert frame["decision"]["updated_input"] == rewritten
+
+
+class LostSubscriptionTests:
+    @pytest.mark.parametrize("fault", ["restart", "flush"])
+    def test_dashboards_hear_again_after_redis_loses_its_keys(self, alice: Any, ci_bot: Any, fault: str) -> None:
+        cookie = session_cookie(alice)
+        with private_redis() as redis_server, live_server(REDIS_URL=redis_server.url) as srv:
+
+            def lose_keys() -> None:
+                if fault == "restart":
+                    redis_server.restart()  # the process's Redis connections break too
+                else:
+                    redis.Redis.from_url(redis_server.url).flushall()  # they stay open
+
+            async def scenario() -> dict[str, Any]:
+                async with dashboard_connect(srv, cookie) as before:
+                    await subscribed(before)
+                    await in_thread(lose_keys)
+                    # The group membership is gone with the keys. The old socket may be
+                    # closed (1011) or kept; a page that (re)subscribes must hear again.
+                    async with dashboard_connect(srv, cookie) as after, agent_connect(srv, ci_bot.token) as agent:
+                        await subscribed(after)
+                        # Submitted through the server, so announced on its Redis.
+                        await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
+                        pending = await receive_until(agent, of_type("pending"))
+                        return await receive_until(after, of_type("request.created", id=pending["id"]))
+
+            assert "build" in asyncio.run(scenario())["html"]
