@@ -1,0 +1,1 @@
+"""Agent-side code. Import nothing here: `python -m agent.hook` loads this package first."""

@@ -14,20 +14,31 @@ Contracts matched here (Claude Code 2.1.x):
 - Nothing here may print a traceback into the transcript: any fault applies
   `--on-unreachable` (default ask: print nothing, Claude Code prompts locally) with one
   line on stderr.
+
+Start-up is most of what the hook costs beside the server's answer, so the common path
+imports only the C halves of json, socket and signal (`python3 -X importtime -m agent.hook`):
+- Their Python halves import `re` and `enum`, ~40 M instructions, more than the
+  interpreter's own start; `urllib.request` and `http.client` add `email` and `ssl`
+  (~140 M more). So HTTP/1.1 is spoken here on a plain socket, and the server's answer,
+  already the hook output, is printed as it came.
+- `ssl` is imported for https:// servers only, urllib only when an `http(s)_proxy`
+  variable names a proxy (so proxies work as before), `json` only for answers made here
+  and for JSON the C scanner rejects (its error messages), `argparse` only for `--help`
+  and mistakes (exit 2, which Claude Code takes as "block the call").
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import _signal
+import _socket
 import os
-import signal
 import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` is ~30 M instructions of start-up; annotations are strings here
+    from collections.abc import Callable
+    from typing import Any
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 DECIDING_EVENTS = ("PreToolUse", "PermissionRequest")
@@ -37,6 +48,9 @@ POLL_CHUNK = 25.0
 # How long to keep trying a server we have never reached before giving up on it.
 CONNECT_RETRY = 5.0
 TRANSIENT_STATUS = (502, 503, 504)
+BEHAVIORS = {"--on-timeout": ("deny", "ask", "allow"), "--on-unreachable": ("ask", "deny", "allow")}
+MAX_HEAD = 65536  # http.client's limit for one header line; ours for the whole head
+MAX_RESPONSE = 64 * 1024 * 1024
 
 
 class Unreachable(Exception):
@@ -47,21 +61,83 @@ class Interrupted(BaseException):
     """Claude Code stopped the hook (SIGTERM/SIGINT/SIGHUP)."""
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+# --- options -------------------------------------------------------------------------
+
+
+class Options:
+    """What the command line and the environment ask for (`--help` lists it)."""
+
+    server = DEFAULT_SERVER
+    timeout = 300.0
+    on_timeout = "deny"
+    on_unreachable = "ask"
+    ask_locally = False
+    poll = POLL_CHUNK
+
+    def take(self, flag: str, value: str) -> None:
+        """Set one `--flag value`; ValueError for anything argparse should judge instead."""
+        if value.startswith("-"):
+            raise ValueError(flag)
+        if flag == "--server":
+            self.server = value
+        elif flag == "--timeout":
+            self.timeout = float(value)
+        elif flag == "--poll":
+            self.poll = float(value)
+        elif flag in BEHAVIORS and value in BEHAVIORS[flag]:
+            setattr(self, flag[2:].replace("-", "_"), value)
+        else:
+            raise ValueError(flag)
+
+
+def parse_args(argv: list[str] | None = None) -> Options:
+    """The options, from the command line, GATEHOUSE_URL and GATEHOUSE_HOOK_TIMEOUT.
+
+    - The spellings installers write (`--flag value`, `--flag=value`) are read here;
+      anything else (`--help`, abbreviations, mistakes) goes to argparse, which exits 2.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    options = Options()
+    try:
+        options.server = os.environ.get("GATEHOUSE_URL") or DEFAULT_SERVER
+        options.timeout = float(os.environ.get("GATEHOUSE_HOOK_TIMEOUT") or 300)
+        words = iter(argv)
+        for word in words:
+            flag, equals, value = word.partition("=")
+            if word == "--ask-locally":
+                options.ask_locally = True
+            elif equals:
+                options.take(flag, value)
+            else:
+                following = next(words, None)
+                if following is None:
+                    raise ValueError(word)
+                options.take(word, following)
+    except ValueError:
+        return _argparse(argv)
+    return options
+
+
+def _argparse(argv: list[str]) -> Options:
+    import argparse
+
     parser = argparse.ArgumentParser(prog="python -m agent.hook", description="Gatehouse hook for Claude Code.")
     parser.add_argument("--server", default=os.environ.get("GATEHOUSE_URL") or DEFAULT_SERVER)
     parser.add_argument(
-        "--timeout", type=float, default=float(os.environ.get("GATEHOUSE_HOOK_TIMEOUT") or 300),
+        # A string default goes through type= too: a bad GATEHOUSE_HOOK_TIMEOUT is a usage error.
+        "--timeout", type=float, default=os.environ.get("GATEHOUSE_HOOK_TIMEOUT") or "300",
         help="seconds to wait for a decision; keep it shorter than the hook timeout in Claude Code",
     )
-    parser.add_argument("--on-timeout", choices=("deny", "ask", "allow"), default="deny")
-    parser.add_argument("--on-unreachable", choices=("ask", "deny", "allow"), default="ask")
+    parser.add_argument("--on-timeout", choices=BEHAVIORS["--on-timeout"], default="deny")
+    parser.add_argument("--on-unreachable", choices=BEHAVIORS["--on-unreachable"], default="ask")
     parser.add_argument(
         "--ask-locally", action="store_true",
         help="when Gatehouse says ask, let Claude Code prompt locally instead of waiting for a remote answer",
     )
     parser.add_argument("--poll", type=float, default=POLL_CHUNK, help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    options = Options()
+    vars(options).update(vars(parser.parse_args(argv)))
+    return options
 
 
 def read_token() -> str:
@@ -72,56 +148,272 @@ def read_token() -> str:
             token = handle.read().strip()
     if not token:
         raise Unreachable("no token: set GATEHOUSE_TOKEN or GATEHOUSE_TOKEN_FILE")
+    if not (token.isascii() and token.isprintable()):
+        raise Unreachable("the token has characters no Gatehouse token has")
     return token
+
+
+# --- JSON ----------------------------------------------------------------------------
+
+
+class _JsonContext:
+    """The settings json.loads hands its C scanner (json.decoder.JSONDecoder's defaults)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    array_hook = None  # read from Python 3.15 on
+    parse_float = float
+    parse_int = int
+    parse_constant = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}.__getitem__
+
+
+def _c_scanner() -> Callable[[str, int], tuple[Any, int]] | None:
+    try:
+        from _json import make_scanner
+
+        return make_scanner(_JsonContext())  # type: ignore[arg-type]  # duck-typed, as json.decoder does
+    except Exception:  # another Python, or a changed private API: json.loads does it all
+        return None
+
+
+_SCAN = _c_scanner()
+
+
+def parse_json(data: bytes) -> Any:
+    """json.loads(data), on the C scanner alone for the UTF-8 JSON it accepts."""
+    if _SCAN is not None:
+        try:
+            text = data.decode("utf-8").strip(" \t\n\r")
+            value, end = _SCAN(text, 0)
+            if end == len(text):
+                return value
+        except (ValueError, StopIteration):
+            pass
+    import json  # for everything else, and for its error messages
+
+    return json.loads(data)
+
+
+def json_line(value: Any) -> bytes:
+    import json  # only for answers made here, off the common path
+
+    return json.dumps(value).encode() + b"\n"
+
+
+# --- HTTP ----------------------------------------------------------------------------
+
+
+class Endpoint:
+    """Where Gatehouse listens, split once from `--server`: scheme, host, port, path prefix."""
+
+    def __init__(self, server: str) -> None:
+        self.url = server.rstrip("/")
+        scheme, sep, rest = self.url.partition("://")
+        netloc, slash, path = rest.partition("/")
+        self.tls = scheme.lower() == "https"
+        self.prefix = slash + path
+        self.netloc = netloc
+        host, port = netloc, ""
+        if netloc.startswith("["):  # an IPv6 literal: [::1]:8000
+            host, bracket, port = netloc[1:].partition("]")
+            if not bracket or port[:1] not in ("", ":"):
+                host = ""
+            port = port[1:]
+        elif ":" in netloc:
+            host, _, port = netloc.partition(":")
+        self.host = host
+        if not port:
+            self.port = 443 if self.tls else 80
+        else:
+            self.port = int(port) if port.isascii() and port.isdigit() else 0
+        usable = sep and scheme.lower() in ("http", "https") and host and 0 < self.port < 65536
+        if not usable or not self.url.isascii() or any(ch <= " " or ch == "\x7f" for ch in self.url):
+            raise Unreachable(f"--server is not an http:// or https:// URL: {server!r}")
+
+
+def proxied(scheme: str) -> bool:
+    """Whether urllib would send this scheme to a proxy named in the environment."""
+    wanted = f"{scheme}_proxy"
+    return any(value and name.lower() == wanted for name, value in os.environ.items())
+
+
+def http_post(endpoint: Endpoint, path: str, body: bytes, token: str, timeout: float) -> tuple[int, bytes]:
+    """POST on a new connection; return the answer's status and body.
+
+    - Connection faults are OSError (worth a retry); an answer that is not HTTP is
+      Unreachable. `timeout` bounds the connect and each read, as urlopen's did.
+    """
+    head = (
+        f"POST {endpoint.prefix}{path} HTTP/1.1\r\nHost: {endpoint.netloc}\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        "Accept-Encoding: identity\r\nConnection: close\r\nUser-Agent: gatehouse-hook\r\n\r\n"
+    )
+    sock = connect(endpoint, timeout)
+    try:
+        sock.sendall(head.encode("ascii") + body)  # one write: no Nagle wait between head and body
+        received = bytearray()
+        while True:
+            chunk = sock.recv(65536)
+            received += chunk
+            answer = parse_response(bytes(received), ended=not chunk)
+            if answer is not None:
+                return answer
+            if len(received) > MAX_RESPONSE:
+                raise Unreachable("the server's answer is too long")
+    finally:
+        sock.close()
+
+
+def connect(endpoint: Endpoint, timeout: float) -> Any:
+    """A connected socket (TLS for https://); socket.create_connection on the C module."""
+    if endpoint.tls:
+        import socket
+        import ssl
+
+        # What urlopen did: the system's trust store (SSL_CERT_FILE too), host name checked.
+        context = ssl.create_default_context()
+        context.set_alpn_protocols(["http/1.1"])
+        raw = socket.create_connection((endpoint.host, endpoint.port), timeout=timeout)
+        return context.wrap_socket(raw, server_hostname=endpoint.host)
+    problem = OSError(f"no address for {endpoint.host}")
+    # Bytes: a str host is IDNA-encoded, which imports encodings.idna and re (the URL is ASCII).
+    host = endpoint.host.encode("ascii")
+    for family, kind, proto, _, address in _socket.getaddrinfo(host, endpoint.port, 0, _socket.SOCK_STREAM):
+        sock = _socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout)
+            sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
+            sock.connect(address)
+            return sock
+        except OSError as exc:
+            sock.close()
+            problem = exc
+    raise problem
+
+
+def parse_response(data: bytes, *, ended: bool) -> tuple[int, bytes] | None:
+    """The status and body of the HTTP/1.x response in `data`; None while it is incomplete.
+
+    - `ended`: the server closed the connection, so `data` is all there will be.
+    """
+    status, headers = 100, dict[str, str]()
+    while 100 <= status < 200:  # interim answers (100 Continue, 103 Early Hints) precede the real one
+        head_end = data.find(b"\r\n\r\n")
+        if head_end < 0:
+            if len(data) > MAX_HEAD:
+                raise Unreachable("the server's answer has a head that is too long")
+            if ended:
+                raise ConnectionResetError("the server closed the connection without a whole answer")
+            return None
+        status, headers = _parse_head(data[:head_end])
+        data = data[head_end + 4 :]
+    if status in (204, 304):
+        return status, b""
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        body = _dechunk(data)
+    elif "content-length" in headers:
+        length = headers["content-length"]
+        if not (length.isascii() and length.isdigit()):
+            raise Unreachable(f"the server answered {status} with a Content-Length that is not a number")
+        body = data[: int(length)] if len(data) >= int(length) else None
+    else:
+        body = data if ended else None  # the connection's end is the body's end (Connection: close)
+    if body is None and ended:
+        raise ConnectionResetError("the server closed the connection in the middle of its answer")
+    return None if body is None else (status, body)
+
+
+def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
+    lines = head.decode("latin-1").split("\r\n")
+    words = lines[0].split(None, 2)
+    status = words[1] if len(words) > 1 and words[0].startswith("HTTP/1.") else ""
+    if not (len(status) == 3 and status.isascii() and status.isdigit()):
+        raise Unreachable(f"the server answered something that is not HTTP/1.x: {lines[0][:60]!r}")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(status), headers
+
+
+def _dechunk(data: bytes) -> bytes | None:
+    """The body of a chunked answer; None until its last chunk has arrived."""
+    body, at = bytearray(), 0
+    while True:
+        line_end = data.find(b"\r\n", at)
+        if line_end < 0:
+            return None
+        size_text = data[at:line_end].split(b";", 1)[0].strip()
+        if not (size_text.isalnum() and all(ch in b"0123456789abcdefABCDEF" for ch in size_text)):
+            raise Unreachable(f"the server answered a bad chunk size: {size_text[:20]!r}")
+        size = int(size_text, 16)
+        if size == 0:
+            return bytes(body)  # trailers, if any, are not read: the connection closes
+        at = line_end + 2
+        if len(data) < at + size + 2:
+            return None
+        body += data[at : at + size]
+        at += size + 2
+
+
+def post_through_proxy(url: str, body: bytes, token: str, timeout: float) -> tuple[int, bytes]:
+    """POST with urllib, which honours `http_proxy`/`https_proxy`/`no_proxy` exactly."""
+    import urllib.error
+    import urllib.request
+
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    request = urllib.request.Request(url, data=body, method="POST", headers=headers)  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
 
 
 class Gatehouse:
     """The few HTTP calls the hook makes, with retries inside one deadline."""
 
     def __init__(self, server: str, token: str, deadline: float) -> None:
-        self.server = server.rstrip("/")
+        self.endpoint = Endpoint(server)
+        self.server = self.endpoint.url
         self.token = token
         self.deadline = deadline
         self.started = time.monotonic()
         self.reached = False
+        self.proxied = proxied("https" if self.endpoint.tls else "http")
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    def _post(self, path: str, body: bytes, timeout: float) -> tuple[int, Any]:
-        request = urllib.request.Request(  # noqa: S310 - the URL is the configured Gatehouse server
-            self.server + path,
-            data=body,
-            method="POST",
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
-                status, raw = response.status, response.read()
-        except urllib.error.HTTPError as exc:
-            status, raw = exc.code, exc.read()
+    def _post(self, path: str, body: bytes, timeout: float) -> tuple[int, Any, bytes]:
+        """The status, the parsed JSON and the raw body of one POST."""
+        if self.proxied:
+            status, raw = post_through_proxy(self.server + path, body, self.token, timeout)
+        else:
+            status, raw = http_post(self.endpoint, path, body, self.token, timeout)
         self.reached = True
         try:
-            return status, json.loads(raw or b"{}")
+            return status, parse_json(raw or b"{}"), raw
         except ValueError:
             raise Unreachable(f"Gatehouse answered {status} with a body that is not JSON") from None
 
-    def hook(self, body: bytes, *, wait: float, on_timeout: str | None, ask_locally: bool) -> tuple[int, Any]:
+    def hook(self, body: bytes, *, wait: float, on_timeout: str | None, ask_locally: bool) -> tuple[int, Any, bytes]:
         """POST the hook input, retrying transient faults while the deadline allows."""
-        query: dict[str, str] = {"wait": f"{max(wait, 0):.1f}"}
+        # Every value is a number or one of the --on-timeout choices: nothing to escape.
+        query = f"wait={max(wait, 0):.1f}"
         if on_timeout:
-            query["on_timeout"] = on_timeout
+            query += f"&on_timeout={on_timeout}"
         if ask_locally:
-            query["ask"] = "local"
-        path = "/hooks/claude-code?" + urllib.parse.urlencode(query)
+            query += "&ask=local"
         delay = 0.1
         while True:
             try:
-                status, answer = self._post(path, body, timeout=wait + 10)
+                status, answer, raw = self._post("/hooks/claude-code?" + query, body, timeout=wait + 10)
                 if status not in TRANSIENT_STATUS:
-                    return status, answer
+                    return status, answer, raw
                 problem = f"Gatehouse answered {status}"
-            except (urllib.error.URLError, OSError) as exc:
+            except OSError as exc:  # urllib's URLError is an OSError too
                 problem = f"cannot reach Gatehouse at {self.server}: {getattr(exc, 'reason', exc)}"
             # A server never reached gets a short grace; a known one, the whole deadline.
             budget = self.remaining() if self.reached else min(self.remaining(), CONNECT_RETRY - self.elapsed())
@@ -135,15 +427,19 @@ class Gatehouse:
 
     def cancel(self, request_id: str, hook_body: bytes) -> None:
         """Withdraw a pending request ("answered locally"); best effort, about a second."""
-        body = json.dumps({"reason": "answered locally"}).encode()
-        path = f"/api/v1/permission-requests/{urllib.parse.quote(request_id)}/cancel"
+        from urllib.parse import quote  # only when Claude Code stops us
+
+        path = f"/api/v1/permission-requests/{quote(request_id)}/cancel"
         try:
-            status, _ = self._post(path, body, timeout=1.0) if request_id else (404, None)
+            status = self._post(path, b'{"reason": "answered locally"}', timeout=1.0)[0] if request_id else 404
             if status in (404, 405):
                 # A server without the REST cancel route: withdraw through the hook endpoint.
                 self._post("/hooks/claude-code?withdraw=1", hook_body, timeout=1.0)
-        except (Unreachable, urllib.error.URLError, OSError):
+        except (Unreachable, OSError):
             pass
+
+
+# --- the command ---------------------------------------------------------------------
 
 
 def local_answer(event: str, behavior: str, reason: str) -> dict[str, Any] | None:
@@ -164,8 +460,17 @@ def local_answer(event: str, behavior: str, reason: str) -> dict[str, Any] | Non
     return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
 
 
-def decide(args: argparse.Namespace, event: str, body: bytes) -> dict[str, Any] | None:
-    """Ask Gatehouse until it decides or our deadline comes; return the hook output."""
+def output_line(answer: dict[str, Any], raw: bytes) -> bytes | None:
+    """The server's hook output as Claude Code reads it: one JSON line, or nothing for {}."""
+    if not answer:
+        return None
+    line = raw.strip()
+    # The endpoint answers exactly the hook output; re-encoding it would import json.
+    return line + b"\n" if b"\n" not in line else json_line(answer)
+
+
+def decide(args: Options, event: str, body: bytes) -> bytes | None:
+    """Ask Gatehouse until it decides or our deadline comes; return the hook output line."""
     client = Gatehouse(args.server, read_token(), time.monotonic() + max(args.timeout, 1.0))
     # Remembered so a signal handler can withdraw the call, even before its id is known.
     _PENDING.update(client=client, body=body, id="")
@@ -173,19 +478,20 @@ def decide(args: argparse.Namespace, event: str, body: bytes) -> dict[str, Any] 
     # withdrawn if Claude Code kills us) before any long wait starts.
     wait, final = 0.0, False
     while True:
-        status, answer = client.hook(
+        status, answer, raw = client.hook(
             body, wait=wait, on_timeout=args.on_timeout if final else None, ask_locally=args.ask_locally
         )
         pending = answer.get("gatehouse") if isinstance(answer, dict) else None
         if status == 200 and isinstance(answer, dict):
-            return answer or None
+            return output_line(answer, raw)
         if status != 202 or not isinstance(pending, dict) or pending.get("status") != "pending":
             message = answer.get("error", {}).get("message") if isinstance(answer, dict) else None
             raise Unreachable(f"Gatehouse answered {status}: {message or answer}")
         _PENDING["id"] = str(pending.get("id", ""))
         if final:
             # The server should have applied on_timeout; if it did not, do it here.
-            return local_answer(event, args.on_timeout, "Nobody answered in Gatehouse before the hook's deadline.")
+            output = local_answer(event, args.on_timeout, "Nobody answered in Gatehouse before the hook's deadline.")
+            return json_line(output) if output else None
         remaining = client.remaining()
         wait = min(args.poll, max(remaining - 1.0, 0.0))
         final = remaining - 1.0 <= args.poll
@@ -206,13 +512,13 @@ def _withdraw() -> None:
 
 def run(argv: list[str] | None = None, stdin: Any = None) -> int:
     """The whole command; returns the exit code. Prints at most one JSON line."""
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, _on_signal)
+    for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+        _signal.signal(sig, _on_signal)
     args = parse_args(argv)
     event = ""
     try:
         raw = (stdin or sys.stdin.buffer).read()
-        hook_input = json.loads(raw or b"null")
+        hook_input = parse_json(raw or b"null")
         if not isinstance(hook_input, dict):
             raise Unreachable("stdin is not Claude Code's hook input (a JSON object)")
         event = str(hook_input.get("hook_event_name", ""))
@@ -229,10 +535,11 @@ def run(argv: list[str] | None = None, stdin: Any = None) -> int:
     except Exception as exc:  # never a traceback into Claude Code's transcript
         reason = str(exc) if isinstance(exc, Unreachable) else f"unexpected {type(exc).__name__}: {exc}"
         print(f"gatehouse hook: {reason}; applying --on-unreachable {args.on_unreachable}", file=sys.stderr)
-        output = local_answer(event, args.on_unreachable, f"Gatehouse unreachable ({reason}).")
+        answer = local_answer(event, args.on_unreachable, f"Gatehouse unreachable ({reason}).")
+        output = json_line(answer) if answer else None
     if output:
-        sys.stdout.write(json.dumps(output) + "\n")
-        sys.stdout.flush()
+        sys.stdout.buffer.write(output)
+        sys.stdout.buffer.flush()
     return 0
 
 

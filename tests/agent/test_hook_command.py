@@ -40,6 +40,24 @@ class HookImportTests:
         )
         subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
+    def test_it_imports_neither_re_nor_enum_for_a_decision(self, ci_bot: Any, default_team: Any) -> None:
+        """The Python halves of json, socket and signal import re and enum: a third of the start-up."""
+        from approvals import services
+
+        services.rule_create(rule="Bash(ls:*)", behavior="allow", source="userSettings", team=default_team)
+        heavy = {"re", "enum", "json", "socket", "signal", "typing", "argparse", "ssl", "http.client",
+                 "urllib.request", "email", "encodings.idna"}
+        floor = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"], capture_output=True, text=True)
+        with live_server() as srv:
+            body = hook_input("PreToolUse", "ls")
+            code, out, err = run_hook(srv.url, ci_bot.token, body, PYTHONPROFILEIMPORTTIME="1")
+        assert code == 0 and out["hookSpecificOutput"]["permissionDecision"] == "allow", err
+
+        def imported(report: str) -> set[str]:
+            return {line.rsplit("|", 1)[1].strip() for line in report.splitlines() if line.startswith("import time:")}
+
+        assert (imported(err) - imported(floor.stderr)) & heavy == set()
+
     def test_it_starts_quickly(self) -> None:
         """Measure start-up (import + argument parsing + an ignored event); reported, not asserted."""
         runs = []
