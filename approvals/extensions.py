@@ -9,6 +9,7 @@ store means the database fence alone decides, no announcers means nobody is told
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,14 +41,21 @@ class Announcer(Protocol):
     def request_finished(self, request: PermissionRequest, decision: Decision) -> None: ...
 
 
+# The slow part of a provider (network calls), returning the keys it contributes to the
+# engine's input, e.g. `{"pre_tool_use_hooks": [...]}` or `{"classifier_verdict": {...}}`.
+PreDecisionWork = Callable[[], dict[str, Any]]
+
+
 class PreDecisionProvider(Protocol):
     """Runs before the engine (SPEC §4 step 3): PreToolUse webhooks, classifiers.
 
-    Returns the keys it contributes to the engine's input, e.g.
-    `{"pre_tool_use_hooks": [...]}` or `{"classifier_verdict": {...}}`.
+    - Called on the request's own thread: read the database here, never later.
+    - Returns None when it has nothing to add to this call, else its `PreDecisionWork`,
+      which may run on a worker thread in parallel with the other providers' and must
+      not touch the database (a request holds one pooled connection, never two).
     """
 
-    def __call__(self, call: dict[str, Any], *, team_id: int) -> dict[str, Any]: ...
+    def __call__(self, call: dict[str, Any], *, team_id: int) -> PreDecisionWork | None: ...
 
 
 @dataclass

@@ -262,6 +262,24 @@ class Rule(models.Model):
         return f"{self.behavior} {self.rule} ({self.source})"
 
 
+class RulesVersion(models.Model):
+    """A token that changes in the same commit as any change to a team's rules.
+
+    Every server process caches its compiled rules per team and reads this one row per
+    call to know whether they are still current (`services.compiled_rules_for`). A
+    database trigger sets it on every insert, update and delete of a rule (migration
+    0004), so no write path — services, the admin, a shell, a cascade — can forget it. It
+    is random rather than a counter, so a rolled-back change never reuses a value.
+    `team_id` is no foreign key: the trigger may write it while the team is deleted.
+    """
+
+    team_id = models.BigIntegerField(primary_key=True)
+    version = models.CharField(max_length=32)
+
+    def __str__(self) -> str:
+        return f"rules of team {self.team_id} at {self.version}"
+
+
 class SessionDenials(models.Model):
     """The engine's denial-tracking state for one agent session."""
 

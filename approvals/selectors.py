@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ from approvals.models import (
     Role,
     Rule,
     RuleScope,
+    RulesVersion,
     SessionDenials,
     Team,
 )
@@ -144,21 +146,57 @@ def rules_applying_to(*, agent: Agent, session_id: str, cwd: str) -> list[Rule]:
 
 def team_rules_applying(*, team_id: int, agent: Agent | None, session_id: str, cwd: str) -> list[Rule]:
     """`rules_applying_to` for a team; with no agent, agent-scoped rules are left out."""
+    return team_rules(team_id).covering(agent_id=agent.pk if agent else None, session_id=session_id, cwd=cwd)
+
+
+def rules_version(team_id: int) -> str:
+    """The team's rules version (see `RulesVersion`); "" before its rules ever changed."""
+    return RulesVersion.objects.filter(team_id=team_id).values_list("version", flat=True).first() or ""
+
+
+@dataclass(frozen=True)
+class TeamRules:
+    """One team's unexpired rules, indexed by scope, to pick those covering a call in memory.
+
+    Rules that expire after loading stay in; the engine skips expired rules itself.
+    """
+
+    version: str
+    everyone: list[Rule]
+    by_agent: dict[int, list[Rule]]
+    by_session: dict[str, list[Rule]]
+    project: list[Rule]
+
+    def covering(self, *, agent_id: int | None, session_id: str, cwd: str) -> list[Rule]:
+        """Scoped rules (everyone, this agent, this session) by id, then this project's by id."""
+        extra: list[Rule] = []
+        if agent_id is not None:
+            extra += self.by_agent.get(agent_id, [])
+        if session_id:
+            # A session rule always names its session; one naming an agent is only that agent's.
+            extra += [r for r in self.by_session.get(session_id, []) if r.agent_id in (None, agent_id)]
+        scoped = sorted(self.everyone + extra, key=lambda r: r.pk) if extra else list(self.everyone)
+        return scoped + [r for r in self.project if r.agent_id in (None, agent_id) and _within(cwd, r.project_path)]
+
+
+def team_rules(team_id: int, version: str = "") -> TeamRules:
+    """Every unexpired rule of the team in one query, labelled with the `version` read before it."""
     now = timezone.now()
-    scoped = Q(scope=RuleScope.GLOBAL) | Q(scope=RuleScope.SESSION, session_id=session_id, agent__isnull=True)
-    if agent is not None:
-        scoped |= Q(scope=RuleScope.AGENT, agent=agent) | Q(scope=RuleScope.SESSION, session_id=session_id, agent=agent)
-    if not session_id:
-        # A session rule always names its session; an unnamed session matches none.
-        scoped &= ~Q(scope=RuleScope.SESSION)
-    unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
-    rules = Rule.objects.filter(team_id=team_id).filter(scoped).filter(unexpired)
-    project = Rule.objects.filter(team_id=team_id, scope=RuleScope.PROJECT).filter(unexpired)
-    if agent is not None:
-        project = project.filter(Q(agent__isnull=True) | Q(agent=agent))
-    else:
-        project = project.filter(agent__isnull=True)
-    return list(rules.order_by("id")) + [r for r in project.order_by("id") if _within(cwd, r.project_path)]
+    rows = Rule.objects.filter(team_id=team_id).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+    everyone: list[Rule] = []
+    by_agent: dict[int, list[Rule]] = {}
+    by_session: dict[str, list[Rule]] = {}
+    project: list[Rule] = []
+    for rule in rows.order_by("id"):
+        if rule.scope == RuleScope.GLOBAL:
+            everyone.append(rule)
+        elif rule.scope == RuleScope.AGENT and rule.agent_id is not None:
+            by_agent.setdefault(rule.agent_id, []).append(rule)
+        elif rule.scope == RuleScope.SESSION and rule.session_id:
+            by_session.setdefault(rule.session_id, []).append(rule)
+        elif rule.scope == RuleScope.PROJECT:
+            project.append(rule)
+    return TeamRules(version, everyone, by_agent, by_session, project)
 
 
 def _within(cwd: str, project_path: str) -> bool:

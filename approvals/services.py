@@ -8,27 +8,27 @@ audit row cannot be written the caller gets `AuditUnavailable` and must deny.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import secrets
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import DatabaseError, IntegrityError, connections, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 import policy
 from approvals import events, selectors
 from approvals.audit import chain_head, input_hash, lock_chain_head, row_hash
-from approvals.extensions import registry
+from approvals.extensions import Claim, ClaimStore, PreDecisionWork, registry
 from approvals.models import (
     Agent,
     ChatIdentity,
@@ -121,8 +121,11 @@ def agent_touch(*, agent: Agent) -> None:
     """Record that the agent was seen, at most once a minute (it is on every request)."""
     now = timezone.now()
     if agent.last_seen_at is None or now - agent.last_seen_at > timedelta(minutes=1):
+        # Conditional: of many concurrent calls of one agent past the minute, only the
+        # first rewrites the row; the others match nothing once it has committed.
+        stale = Q(last_seen_at__isnull=True) | Q(last_seen_at__lt=now - timedelta(minutes=1))
         try:
-            Agent.objects.filter(pk=agent.pk).update(last_seen_at=now)
+            Agent.objects.filter(stale, pk=agent.pk).update(last_seen_at=now)
         except DatabaseError as exc:
             # Best effort: with the database locked, authentication must still succeed so
             # the call reaches the code that answers "audit unavailable", not a 500.
@@ -230,11 +233,29 @@ def _check_scope(scope: str, agent: Agent | None, project_path: str, session_id:
         raise ServiceError("a rule with scope 'session' needs a session_id")
 
 
-@lru_cache(maxsize=128)
-def _compiled(items: tuple[tuple[str, str, str, str], ...]) -> policy.CompiledRules:
+def _compiled(rules: list[Rule]) -> policy.CompiledRules:
     return policy.compile_rules(
-        [{"rule": r, "behavior": b, "source": s, **({"expires_at": e} if e else {})} for r, b, s, e in items]
+        [
+            {"rule": r.rule, "behavior": r.behavior, "source": r.source,
+             **({"expires_at": r.expires_at.isoformat()} if r.expires_at else {})}
+            for r in rules
+        ]
     )
+
+
+@dataclass
+class _TeamRuleCache:
+    """One team's rules at one version, and what was compiled from them per kind of call."""
+
+    rules: selectors.TeamRules
+    compiled: dict[tuple[int, ...], tuple[policy.CompiledRules, dict[str, int]]] = field(default_factory=dict)
+
+
+# team id -> its rules at the version last read. Every call re-reads the version (one
+# small row, changed by a trigger in the same commit as any rule change), so a new deny
+# rule applies to the very next call in every process; a TTL would leave a window.
+_team_rule_caches: dict[int, _TeamRuleCache] = {}
+_COMPILED_PER_TEAM = 1024
 
 
 def compiled_rules_for(agent: Agent, session_id: str, cwd: str) -> tuple[policy.CompiledRules, dict[str, int]]:
@@ -242,12 +263,22 @@ def compiled_rules_for(agent: Agent, session_id: str, cwd: str) -> tuple[policy.
 
     Returns the compiled rules and a map from rule text+source to its `Rule.ask_timeout`.
     """
-    rules = selectors.rules_applying_to(agent=agent, session_id=session_id, cwd=cwd)
-    items = tuple(
-        (r.rule, r.behavior, r.source, r.expires_at.isoformat() if r.expires_at else "") for r in rules
-    )
-    timeouts = {f"{r.source}:{r.rule}": r.ask_timeout for r in rules if r.ask_timeout}
-    return _compiled(items), timeouts
+    version = selectors.rules_version(agent.team_id)
+    cache = _team_rule_caches.get(agent.team_id)
+    if cache is None or cache.rules.version != version:
+        cache = _TeamRuleCache(selectors.team_rules(agent.team_id, version))
+        _team_rule_caches[agent.team_id] = cache
+    rules = cache.rules.covering(agent_id=agent.pk, session_id=session_id, cwd=cwd)
+    # The team-wide rules are the same for every call at this version: the rest names it.
+    key = tuple(r.pk for r in rules if r.scope != RuleScope.GLOBAL)
+    found = cache.compiled.get(key)
+    if found is None:
+        timeouts = {f"{r.source}:{r.rule}": r.ask_timeout for r in rules if r.ask_timeout}
+        found = (_compiled(rules), timeouts)
+        if len(cache.compiled) >= _COMPILED_PER_TEAM:
+            cache.compiled.clear()  # many sessions at one version: start over, never grow
+        cache.compiled[key] = found
+    return found
 
 
 # --- requests ---------------------------------------------------------------------------
@@ -284,7 +315,7 @@ def agent_hook_outputs(outputs: list[Any]) -> list[Any]:
     return stricter
 
 
-def _engine_input(agent: Agent, call: dict[str, Any]) -> dict[str, Any]:
+def _engine_input(agent: Agent, call: dict[str, Any], denial_state: dict[str, Any] | None) -> dict[str, Any]:
     doc = {
         "tool_name": call["tool_name"],
         "tool_input": call.get("tool_input", {}),
@@ -297,40 +328,66 @@ def _engine_input(agent: Agent, call: dict[str, Any]) -> dict[str, Any]:
     }
     if call.get("home"):
         doc["home"] = call["home"]
-    state = SessionDenials.objects.filter(agent=agent, session_id=doc["session_id"]).values_list("state", flat=True)
-    doc["denial_state"] = state.first() or {}
+    doc["denial_state"] = denial_state or {}
     doc.update(_run_pre_decision(doc, agent.team_id))
     return doc
 
 
+def _stored_denial_state(agent: Agent, session_id: str) -> dict[str, Any] | None:
+    """The session's saved denial state; None when nothing is saved (or there is no session)."""
+    if not session_id:
+        return None
+    return SessionDenials.objects.filter(agent=agent, session_id=session_id).values_list("state", flat=True).first()
+
+
 def _run_pre_decision(doc: dict[str, Any], team_id: int) -> dict[str, Any]:
-    """SPEC §4 step 3: PreToolUse webhooks and the classifier run in parallel."""
-    providers = list(registry.pre_decision)
-    if not providers:
-        return {}
+    """SPEC §4 step 3: PreToolUse webhooks and the classifier run in parallel.
+
+    Each provider is called here, on the request's own thread, where it reads what it
+    needs from the database; what it hands back runs on worker threads, which must not
+    touch the database. So a request never holds two pooled connections (at 64 agents
+    that deadlocked the pool), and a call with nothing to ask starts no thread at all.
+    """
+    work: list[tuple[Any, PreDecisionWork]] = []
+    for provider in registry.pre_decision:
+        try:
+            job = provider(dict(doc), team_id=team_id)
+        except Exception:
+            # Like a Claude Code hook that crashes: no decision from it. The engine's
+            # deny and ask rules still apply, so nothing is allowed that would not be.
+            log.exception("pre-decision provider %r failed; deciding without it", provider)
+            continue
+        if job is not None:
+            work.append((provider, job))
+    if len(work) <= 1:
+        results = [_outcome(job) for _, job in work]
+    else:
+        with ThreadPoolExecutor(max_workers=len(work)) as pool:
+            results = list(pool.map(_outcome_on_worker, [job for _, job in work]))
     merged: dict[str, Any] = {}
-    with ThreadPoolExecutor(max_workers=len(providers)) as pool:
-        futures = [pool.submit(_provide, provider, dict(doc), team_id) for provider in providers]
-        for provider, future in zip(providers, futures, strict=True):
-            try:
-                contribution = dict(future.result())
-            except Exception:
-                # Like a Claude Code hook that crashes: no decision from it. The engine's
-                # deny and ask rules still apply, so nothing is allowed that would not be.
-                log.exception("pre-decision provider %r failed; deciding without it", provider)
-                continue
-            hooks = contribution.pop("pre_tool_use_hooks", [])
-            merged.setdefault("pre_tool_use_hooks", list(doc["pre_tool_use_hooks"])).extend(hooks)
-            merged.update(contribution)
+    for (provider, _), (contribution, error) in zip(work, results, strict=True):
+        if error is not None:
+            log.error("pre-decision provider %r failed; deciding without it", provider, exc_info=error)
+            continue
+        hooks = contribution.pop("pre_tool_use_hooks", [])
+        merged.setdefault("pre_tool_use_hooks", list(doc["pre_tool_use_hooks"])).extend(hooks)
+        merged.update(contribution)
     return merged
 
 
-def _provide(provider: Any, doc: dict[str, Any], team_id: int) -> dict[str, Any]:
+def _outcome(job: PreDecisionWork) -> tuple[dict[str, Any], BaseException | None]:
     try:
-        return dict(provider(doc, team_id=team_id))
+        return dict(job()), None
+    except Exception as exc:
+        return {}, exc
+
+
+def _outcome_on_worker(job: PreDecisionWork) -> tuple[dict[str, Any], BaseException | None]:
+    try:
+        return _outcome(job)
     finally:
-        # The worker thread dies with the pool; its database connection must not linger
-        # (on PostgreSQL one leaked connection per submitted call adds up).
+        # The worker thread dies with the pool: should a job have opened a connection
+        # after all, it must go back now (close_all only touches this thread's own).
         connections.close_all()
 
 
@@ -346,7 +403,8 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
         return SubmitResult(_same_call(existing, call), selectors.decision_for(existing), created=False)
 
     started = time.perf_counter()
-    doc = _engine_input(agent, call)
+    saved_denials = _stored_denial_state(agent, call.get("session_id", ""))
+    doc = _engine_input(agent, call, saved_denials)
     compiled, timeouts = compiled_rules_for(agent, doc["session_id"], doc["cwd"])
     verdict = policy.decide(doc, rules=compiled)
     engine_ms = (time.perf_counter() - started) * 1000
@@ -366,7 +424,7 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
         evaluation=_evaluation(verdict),
     )
     try:
-        return _store_submission(agent, request, verdict, engine_ms, timeouts)
+        return _store_submission(agent, request, verdict, engine_ms, timeouts, saved_denials)
     except IntegrityError:
         # A concurrent replay of the same tool_use_id won the insert.
         existing = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id)
@@ -412,10 +470,12 @@ def _store_submission(
     verdict: policy.Decision,
     engine_ms: float,
     timeouts: dict[str, int],
+    saved_denials: dict[str, Any] | None,
 ) -> SubmitResult:
     now = timezone.now()
     with transaction.atomic():
-        _save_denial_state(agent, request.session_id, verdict.denial_state)
+        if request.session_id and verdict.denial_state != (saved_denials or {}):
+            _save_denial_state(agent, request.session_id, verdict.denial_state)
         if verdict.behavior == "ask":
             request.deadline_at = now + timedelta(seconds=_ask_timeout(verdict, timeouts))
             request.save(force_insert=True)
@@ -446,8 +506,14 @@ def _ask_timeout(verdict: policy.Decision, timeouts: dict[str, int]) -> int:
 
 
 def _save_denial_state(agent: Agent, session_id: str, state: dict[str, Any]) -> None:
-    if session_id:
-        SessionDenials.objects.update_or_create(agent=agent, session_id=session_id, defaults={"state": state})
+    # One upsert (INSERT ... ON CONFLICT DO UPDATE), no savepoint: the first two calls of
+    # a session may both insert, and neither may fail the other's audit write.
+    SessionDenials.objects.bulk_create(
+        [SessionDenials(agent=agent, session_id=session_id, state=state)],
+        update_conflicts=True,
+        unique_fields=["agent", "session_id"],
+        update_fields=["state", "updated_at"],
+    )
 
 
 def _engine_decider(reason: dict[str, Any]) -> str:
@@ -495,24 +561,21 @@ def _append_decision(
         "latency_ms": latency_ms,
         "created_at": now,
     }
-    # On PostgreSQL writers queue on an advisory lock held to commit, so they never race
-    # for the head. Everywhere, prev_hash is unique: a concurrent writer that read the
-    # same head loses the insert and retries on the new head, so the chain never forks.
+    # Writers never race for the head: on PostgreSQL they queue on an advisory lock held
+    # to commit, and SQLite's IMMEDIATE transactions hold its one write lock from BEGIN.
+    # So no savepoint and no retry: should a writer that bypassed the lock ever read the
+    # same head, the unique prev_hash refuses the second insert, its whole transaction
+    # rolls back and the caller denies (AuditUnavailable); the chain never forks.
     lock_chain_head()
-    for _ in range(20):
-        try:
-            with transaction.atomic():
-                prev = chain_head()
-                decision = Decision(**fields, prev_hash=prev)
-                decision.hash = row_hash(decision, prev)
-                decision.save(force_insert=True)
-                return decision
-        except IntegrityError:
-            if Decision.objects.filter(request=request).exists():
-                raise
-            continue
-    log.error("audit chain insert kept failing for request %s", request.pk)
-    raise AuditUnavailable(AUDIT_UNAVAILABLE)
+    prev = chain_head()
+    decision = Decision(**fields, prev_hash=prev)
+    decision.hash = row_hash(decision, prev)
+    try:
+        decision.save(force_insert=True)
+    except IntegrityError as exc:
+        log.error("audit insert refused for request %s: %s", request.pk, exc)
+        raise
+    return decision
 
 
 def request_decide(
@@ -528,12 +591,15 @@ def request_decide(
     remember_hours: float | None = None,
     reason_type: str = "user",
     reason_extra: dict[str, Any] | None = None,
+    loaded: PermissionRequest | None = None,
 ) -> DecideResult:
     """Answer a pending request: claim it, fence it, audit it, then announce it.
 
     - The claim store (Redis) is the fast path; the conditional update of the row
       (`state = 'pending'`, version bump) is the fence, so a claim-store fault can
       never produce a second decision.
+    - `loaded`: the request as the caller already read it, which saves reading it
+      again; the fence decides all the same.
     - Returns `won=False` with the winner's decision for every loser.
     """
     if behavior not in ("allow", "deny"):
@@ -544,7 +610,7 @@ def request_decide(
     store = registry.claim_store
     claim = store.claim(str(request_id), f"{decided_by} via {surface}") if store is not None else None
     if store is not None and claim is None:
-        finished = _await_holder(request_id)
+        finished = _await_holder(store, request_id)
         if finished is not None:
             return finished
         # The holder neither finished nor let go in time (it may have died): the
@@ -552,6 +618,8 @@ def request_decide(
     try:
         return _decide_fenced(
             request_id,
+            loaded=loaded,
+            claim=claim,
             behavior=behavior,
             surface=surface,
             user=user,
@@ -570,7 +638,7 @@ def request_decide(
 HOLDER_WAIT_SECONDS = 2.0
 
 
-def _await_holder(request_id: uuid.UUID | str) -> DecideResult | None:
+def _await_holder(store: ClaimStore, request_id: uuid.UUID | str) -> DecideResult | None:
     """The loser's answer once the claim holder's outcome is known; None if it never came.
 
     A held claim says who is deciding, not who won: the holder's own fence can still
@@ -578,18 +646,38 @@ def _await_holder(request_id: uuid.UUID | str) -> DecideResult | None:
     a holder commits in milliseconds) and names the real winner from the audit row.
     """
     deadline = time.monotonic() + min(HOLDER_WAIT_SECONDS, settings.GATEHOUSE_CLAIM_TTL_MS / 1000)
+    released = False
     while True:
         request = PermissionRequest.objects.get(pk=request_id)
         if request.state != RequestState.PENDING:
             return DecideResult(False, request, selectors.decision_for(request))
-        if time.monotonic() >= deadline:
+        if released or time.monotonic() >= deadline:
+            # Let go without deciding (its audit write failed), or never finished.
             return None
-        time.sleep(0.02)
+        released = _await_release(store, str(request_id), deadline)
+
+
+def _await_release(store: ClaimStore, request_id: str, deadline: float) -> bool:
+    """Whether the claim's holder let go before `deadline`.
+
+    A holder lets go as its decision commits, a few milliseconds after it claimed, so
+    the loser polls the claim store (far cheaper than the database) from 1 ms on and
+    reads the row once, rather than re-reading the row every 20 ms.
+    """
+    pause = 0.001
+    while time.monotonic() < deadline:
+        if store.holder(request_id) is None:
+            return True
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
+    return False
 
 
 def _decide_fenced(
     request_id: uuid.UUID | str,
     *,
+    loaded: PermissionRequest | None,
+    claim: Claim | None,
     behavior: str,
     surface: str,
     user: User | None,
@@ -601,11 +689,16 @@ def _decide_fenced(
     reason: dict[str, Any],
 ) -> DecideResult:
     try:
+        if loaded is None:
+            loaded = PermissionRequest.objects.select_related("agent").get(pk=request_id)
         with transaction.atomic():
-            request = _fence(request_id, RequestState.DECIDED)
+            request = _fence(loaded, RequestState.DECIDED)
             if request is None:
                 current = PermissionRequest.objects.get(pk=request_id)
                 return DecideResult(False, current, selectors.decision_for(current))
+            if claim is not None:
+                # Let the losers go as soon as this commits, before the announcements.
+                transaction.on_commit(claim.release)
             if behavior == "allow" and remember != "once":
                 reason["saved_rule"] = _remember(request, remember, remember_hours, user)
             if behavior == "deny" and not message:
@@ -627,14 +720,26 @@ def _decide_fenced(
     return DecideResult(True, request, decision)
 
 
-def _fence(request_id: uuid.UUID | str, new_state: str) -> PermissionRequest | None:
-    """Move a pending request to `new_state`; None if someone else got there first."""
-    updated = PermissionRequest.objects.filter(pk=request_id, state=RequestState.PENDING).update(
-        state=new_state, version=F("version") + 1, decided_at=timezone.now()
+def _fence(request: PermissionRequest, new_state: str) -> PermissionRequest | None:
+    """Move a pending request to `new_state`; None if someone else got there first.
+
+    - `request` as read before: only the conditional update decides, and what it
+      changes (state, version, decided_at) is all that a pending request ever changes
+      of what the audit row records, so the row need not be read again.
+    """
+    if request.state != RequestState.PENDING:
+        return None
+    now = timezone.now()
+    updated = PermissionRequest.objects.filter(pk=request.pk, state=RequestState.PENDING).update(
+        state=new_state, version=F("version") + 1, decided_at=now
     )
     if updated != 1:
         return None
-    return PermissionRequest.objects.select_related("agent").get(pk=request_id)
+    fenced = copy.copy(request)  # the caller's object keeps saying what it read
+    fenced.state = new_state
+    fenced.version += 1
+    fenced.decided_at = now
+    return fenced
 
 
 def _remember(request: PermissionRequest, remember: str, hours: float | None, user: User | None) -> str:
@@ -686,7 +791,7 @@ def _finish_without_person(
 ) -> DecideResult:
     try:
         with transaction.atomic():
-            fenced = _fence(request.pk, state)
+            fenced = _fence(request, state)
             if fenced is None:
                 current = PermissionRequest.objects.get(pk=request.pk)
                 return DecideResult(False, current, selectors.decision_for(current))

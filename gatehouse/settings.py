@@ -151,8 +151,11 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_b
     # Under ASGI every request and every Channels database call runs on a worker thread,
     # and with CONN_MAX_AGE=0 each one opens a new PostgreSQL connection: connecting was a
     # quarter of the server's busy time on a push (docs/PERFORMANCE.md). A pool halves the
-    # latency of a request, but stays opt-in: pre-decision providers run on extra threads
-    # that each take a second connection, so under high concurrency the pool can run dry.
+    # latency of a request. A request holds at most one connection (pre-decision providers
+    # read the database on the request's own thread), but the pool stays opt-in: under the
+    # reliability suite's mixed load (tests/reliability/test_exactly_one_decision.py)
+    # HTTP request threads finish with their connection still checked out, the pool runs
+    # dry and calls fail closed after DB_POOL_TIMEOUT (docs/PERFORMANCE.md).
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django refuses persistent connections with a pool
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env_int("DB_POOL_MIN", 2),

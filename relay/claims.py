@@ -74,8 +74,13 @@ class RedisClaim:
     key: str
     value: str
     token: str
+    released: bool = False
 
     def release(self) -> None:
+        # Released as the decision commits and again on the way out: once is enough.
+        if self.released:
+            return
+        self.released = True
         try:
             self.store.release_script(keys=[self.key], args=[self.value])
         except Exception:  # the claim expires by itself; the fence already decided
@@ -150,9 +155,12 @@ class LocalClaim:
     store: LocalClaimStore
     request_id: str
     token: str
+    released: bool = False
 
     def release(self) -> None:
-        self.store.release(self.request_id, self.token)
+        if not self.released:
+            self.released = True
+            self.store.release(self.request_id, self.token)
 
     def extend(self, ttl_ms: int | None = None) -> bool:
         return self.store.extend(self.request_id, self.token, ttl_ms or self.store.ttl_ms)

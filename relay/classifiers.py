@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
+from approvals.extensions import PreDecisionWork
 from approvals.models import PermissionRequest
 from policy.classifier import classify_readonly
 from relay.race import Offer
@@ -116,16 +117,20 @@ def llm_classifier() -> LLMClassifier | None:
     return LLMClassifier(api_key=settings.ANTHROPIC_API_KEY, base_url=settings.ANTHROPIC_BASE_URL)
 
 
-def classifier_verdict(call: dict[str, Any], *, team_id: int) -> dict[str, Any]:
+def classifier_verdict(call: dict[str, Any], *, team_id: int) -> PreDecisionWork | None:
     """The `PreDecisionProvider` for `auto` mode: deterministic first, then the LLM."""
     if call.get("mode") != "auto":
-        return {}
-    verdict = ReadOnlyClassifier().classify(call)
-    if verdict.get("behavior") is None:
-        llm = llm_classifier()
-        if llm is not None:
-            verdict = llm.classify(call)
-    return {"classifier_verdict": verdict}
+        return None
+
+    def work() -> dict[str, Any]:
+        verdict = ReadOnlyClassifier().classify(call)
+        if verdict.get("behavior") is None:
+            llm = llm_classifier()
+            if llm is not None:
+                verdict = llm.classify(call)
+        return {"classifier_verdict": verdict}
+
+    return work
 
 
 class ClassifierRacer:

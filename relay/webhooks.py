@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
-from django.db import connection
 
+from approvals.extensions import PreDecisionWork
 from approvals.models import PermissionRequest, Team
 from relay.models import Webhook
 from relay.race import Offer
@@ -142,10 +142,14 @@ def _failure_text(hook: Webhook, error: WebhookError) -> str:
 # --- PreToolUse: a pre-decision provider ------------------------------------------------------
 
 
-def pre_tool_use_outputs(call: dict[str, Any], team_id: int) -> list[dict[str, Any]]:
+def pre_tool_use_outputs(
+    call: dict[str, Any], team_id: int, hooks: list[Webhook] | None = None
+) -> list[dict[str, Any]]:
     """Hook outputs in Claude Code's shape, named after their webhook, for the engine."""
+    if hooks is None:
+        hooks = _enabled(team_id, Webhook.Event.PRE_TOOL_USE)
     outputs: list[dict[str, Any]] = []
-    for hook, answer in _call_all(_enabled(team_id, Webhook.Event.PRE_TOOL_USE), _hook_input("PreToolUse", call)):
+    for hook, answer in _call_all(hooks, _hook_input("PreToolUse", call)):
         name = f"webhook {hook.name}"
         if isinstance(answer, WebhookError):
             if hook.on_error == Webhook.OnError.DENY:
@@ -159,11 +163,15 @@ def pre_tool_use_outputs(call: dict[str, Any], team_id: int) -> list[dict[str, A
     return outputs
 
 
-def permission_request_outputs(call: dict[str, Any], team_id: int) -> list[dict[str, Any]]:
+def permission_request_outputs(
+    call: dict[str, Any], team_id: int, hooks: list[Webhook] | None = None
+) -> list[dict[str, Any]]:
     """PermissionRequest answers for headless calls, which the engine resolves itself."""
+    if hooks is None:
+        hooks = _enabled(team_id, Webhook.Event.PERMISSION_REQUEST)
     outputs: list[dict[str, Any]] = []
     payload = _hook_input("PermissionRequest", call)
-    for hook, answer in _call_all(_enabled(team_id, Webhook.Event.PERMISSION_REQUEST), payload):
+    for hook, answer in _call_all(hooks, payload):
         name = f"webhook {hook.name}"
         if isinstance(answer, WebhookError):
             if hook.on_error == Webhook.OnError.DENY:
@@ -176,23 +184,42 @@ def permission_request_outputs(call: dict[str, Any], team_id: int) -> list[dict[
     return outputs
 
 
-def pre_decision(call: dict[str, Any], *, team_id: int) -> dict[str, Any]:
-    """The `PreDecisionProvider`: run by `services` in parallel with the classifier."""
+def _unknown_hooks() -> dict[str, Any]:
+    # We could not even learn which hooks apply (database trouble): a hook that is set
+    # to deny on error may be among them, so never let rules auto-allow — ask.
+    return {"pre_tool_use_hooks": [{"hook": "webhooks", "hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "ask",
+        "permissionDecisionReason": "Gatehouse could not run its PreToolUse webhooks; a person must decide."}}]}
+
+
+def pre_decision(call: dict[str, Any], *, team_id: int) -> PreDecisionWork | None:
+    """The `PreDecisionProvider`: which hooks apply is read here, on the request's thread;
+    the returned work only calls them (in parallel with the classifier)."""
+    headless = call.get("context") == "headless"
+    events = [Webhook.Event.PRE_TOOL_USE] + ([Webhook.Event.PERMISSION_REQUEST] if headless else [])
     try:
-        contribution: dict[str, Any] = {"pre_tool_use_hooks": pre_tool_use_outputs(call, team_id)}
-        if call.get("context") == "headless":
-            contribution["permission_request_hooks"] = permission_request_outputs(call, team_id)
-        return contribution
+        hooks = list(Webhook.objects.filter(team_id=team_id, event__in=events, enabled=True).order_by("id"))
     except Exception:
-        # We could not even learn which hooks apply (database trouble): a hook that is
-        # set to deny on error may be among them, so never let rules auto-allow — ask.
         log.exception("PreToolUse webhooks could not be run")
-        return {"pre_tool_use_hooks": [{"hook": "webhooks", "hookSpecificOutput": {
-            "hookEventName": "PreToolUse", "permissionDecision": "ask",
-            "permissionDecisionReason": "Gatehouse could not run its PreToolUse webhooks; a person must decide."}}]}
-    finally:
-        # services runs providers in short-lived threads; don't leave their connections open.
-        connection.close()
+        return _unknown_hooks
+    if not hooks:
+        return None
+    pre_tool_use = [hook for hook in hooks if hook.event == Webhook.Event.PRE_TOOL_USE]
+    permission_request = [hook for hook in hooks if hook.event == Webhook.Event.PERMISSION_REQUEST]
+
+    def work() -> dict[str, Any]:
+        try:
+            contribution: dict[str, Any] = {"pre_tool_use_hooks": pre_tool_use_outputs(call, team_id, pre_tool_use)}
+            if headless:
+                contribution["permission_request_hooks"] = permission_request_outputs(
+                    call, team_id, permission_request
+                )
+            return contribution
+        except Exception:
+            log.exception("PreToolUse webhooks could not be run")
+            return _unknown_hooks()
+
+    return work
 
 
 # --- PermissionRequest: a racer ---------------------------------------------------------------

@@ -290,6 +290,7 @@ class PermissionRequestDecideApi(ApiView):
         try:
             result = services.request_decide(
                 request_id=found.pk,
+                loaded=found,
                 behavior=data["behavior"],
                 surface=surface_of(request),
                 user=request.user,  # type: ignore[arg-type]  # IsPerson: a User
