@@ -6,6 +6,8 @@ import time
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from approvals import services
 from approvals.models import PermissionRequest
@@ -80,6 +82,17 @@ class PreToolUseWebhookTests:
                        event="PreToolUse", secret=SECRET, on_error="deny")
         result = services.request_submit(agent=ci_bot.agent, call=ask_call())
         assert result.decision is not None and result.decision.behavior == "deny"
+
+    def test_it_reads_which_hooks_apply_on_the_callers_own_connection(self, ci_bot: Any, default_team: Any) -> None:
+        # With a connection pool, a worker thread reading the database would hold a
+        # second connection per request: at 64 agents the pool deadlocked.
+        with fake_webhook(lambda body: (200, _pre_tool_use("deny", "read on the caller's thread"), 0)) as hook:
+            webhook_create(team=default_team, name="guard", url=hook.url, event="PreToolUse", secret=SECRET)
+            with CaptureQueriesContext(connection) as captured:
+                result = services.request_submit(agent=ci_bot.agent, call=ask_call(tool_use_id="toolu_own"))
+        assert [q for q in captured.captured_queries if 'from "relay_webhook"' in q["sql"].lower()]
+        assert result.decision is not None and result.decision.behavior == "deny"
+        assert len(hook.calls) == 1
 
     def test_it_refuses_a_webhook_with_bad_settings(self, default_team: Any) -> None:
         with pytest.raises(ValueError, match="on_error"):

@@ -1,0 +1,54 @@
+"""An auto-decided submit does only the database work it needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from approvals import services
+from approvals.models import SessionDenials
+
+CALL = {"tool_name": "Bash", "tool_input": {"command": "git status"}, "session_id": "s1", "cwd": "/srv/app"}
+
+
+def _submit(agent: Any, tool_use_id: str, **extra: Any) -> tuple[Any, list[str]]:
+    with CaptureQueriesContext(connection) as captured:
+        result = services.request_submit(agent=agent, call={**CALL, "tool_use_id": tool_use_id, **extra})
+    return result, [query["sql"] for query in captured.captured_queries]
+
+
+# Transactional: inside the test's own transaction every atomic block would be a savepoint.
+@pytest.mark.django_db(transaction=True)
+class SubmitStatementTests:
+    @pytest.fixture(autouse=True)
+    def allow_git_status(self, default_team: Any) -> None:
+        services.rule_create(rule="Bash(git status)", behavior="allow", source="projectSettings", team=default_team)
+
+    def test_it_writes_the_denial_state_only_when_it_changes(self, ci_bot: Any) -> None:
+        _submit(ci_bot.agent, "toolu_1")
+        saved = SessionDenials.objects.get(agent=ci_bot.agent, session_id="s1")
+        result, queries = _submit(ci_bot.agent, "toolu_2")
+        assert result.decision.behavior == "allow"
+        assert not [q for q in queries if "sessiondenials" in q.lower() and not q.lstrip().startswith("SELECT")]
+        assert SessionDenials.objects.get(pk=saved.pk).updated_at == saved.updated_at
+        # A deny changes the streak, so it is saved.
+        denied, _ = _submit(ci_bot.agent, "toolu_3", tool_input={"command": "rm -rf /"}, permission_mode="dontAsk")
+        assert denied.decision.behavior == "deny"
+        assert SessionDenials.objects.get(pk=saved.pk).state != saved.state
+
+    def test_it_neither_reads_nor_writes_denial_state_without_a_session(self, ci_bot: Any) -> None:
+        _, queries = _submit(ci_bot.agent, "toolu_1", session_id="")
+        assert not [q for q in queries if "sessiondenials" in q.lower()]
+        assert not SessionDenials.objects.exists()
+
+    def test_it_reads_no_rules_while_they_are_unchanged_and_takes_no_savepoint(self, ci_bot: Any) -> None:
+        _submit(ci_bot.agent, "toolu_1")
+        _, queries = _submit(ci_bot.agent, "toolu_2")
+        assert not [q for q in queries if 'from "approvals_rule"' in q.lower()]
+        assert not [q for q in queries if "savepoint" in q.lower()]
+        # Replay check, rules version, denial state, webhooks; request, chain head, audit row
+        # (and on PostgreSQL the chain's advisory lock).
+        assert len([q for q in queries if q not in ("BEGIN", "COMMIT")]) <= 8, queries
