@@ -11,6 +11,8 @@ from typing import Any, NoReturn
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Length
+from django.db.models.lookups import GreaterThan, LessThanOrEqual
 
 
 class Role(models.TextChoices):
@@ -159,6 +161,12 @@ class DecisionQuerySet(models.QuerySet["Decision"]):
         raise AuditTamperError("The audit log is append-only: decisions cannot be deleted.")
 
 
+# Rules up to this many characters are copied into the denials index: at 4 bytes a
+# character at most, beside the tool name and the decider, the entry stays under
+# PostgreSQL's B-tree limit (~2.7 kB), so no denial can fail to be written.
+INDEXED_RULE_CHARS = 256
+
+
 class Decision(models.Model):
     """The audit log: one row per request outcome, append-only, hash-chained."""
 
@@ -194,6 +202,24 @@ class Decision(models.Model):
             models.Index(fields=["team", "-created_at"], name="decision_team_created"),
             models.Index(fields=["agent", "tool_name", "created_at"], name="decision_agent_tool_created"),
             models.Index(fields=["behavior", "created_at"], name="decision_behavior_created"),
+            # The denials monitor reads only these (index-only scans on PostgreSQL): the
+            # denials with every column it groups by, split by the rule's length because
+            # a B-tree entry must stay under ~2.7 kB, and the asks people answered or
+            # let time out.
+            models.Index(
+                fields=["team", "created_at"], include=["tool_name", "agent", "decided_by", "rule"],
+                condition=models.Q(behavior="deny") & models.Q(LessThanOrEqual(Length("rule"), INDEXED_RULE_CHARS)),
+                name="decision_denied_short_rule",
+            ),
+            models.Index(
+                fields=["team", "created_at"], include=["tool_name", "agent", "decided_by"],
+                condition=models.Q(behavior="deny") & models.Q(GreaterThan(Length("rule"), INDEXED_RULE_CHARS)),
+                name="decision_denied_long_rule",
+            ),
+            models.Index(
+                fields=["team", "created_at"], include=["reason_type", "latency_ms"],
+                condition=models.Q(reason_type__in=["user", "timeout"]), name="decision_team_asked",
+            ),
         ]
         ordering = ["-id"]
 

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Count, Q, QuerySet
-from django.db.models.functions import TruncDay, TruncHour
+from django.db import connections
+from django.db.models import Aggregate, Count, FloatField, Q, QuerySet
+from django.db.models.functions import Length, TruncDay, TruncHour
+from django.db.models.lookups import GreaterThan, LessThanOrEqual
 from django.utils import timezone
 
 import policy
 from approvals.models import (
+    INDEXED_RULE_CHARS,
     Agent,
     ChatIdentity,
     Decision,
@@ -274,7 +278,11 @@ def request_payload(request: PermissionRequest, decision: Decision | None = None
 def audit_rows(filters: dict[str, Any], user: User | AnonymousUser) -> QuerySet[Decision]:
     """The audit log filtered as the API and the audit page allow, newest first."""
     teams = team_ids_for(user)
-    rows = Decision.objects.select_related("agent", "request", "decided_by_user")
+    # The list shows the agent's name and the call's input: the request's engine trace
+    # and tool result can be large, and are read on the detail page only.
+    rows = Decision.objects.select_related("agent", "request").defer(
+        "request__evaluation", "request__result", "request__permission_suggestions"
+    )
     if teams is not None:
         rows = rows.filter(team_id__in=teams)
     lookups = {
@@ -343,8 +351,23 @@ def chat_identities_for(user: Any) -> QuerySet[ChatIdentity]:
 
 def _team_decisions(user: User | AnonymousUser, since: datetime) -> QuerySet[Decision]:
     teams = team_ids_for(user)
-    rows = Decision.objects.filter(created_at__gte=since)
-    return rows if teams is None else rows.filter(team_id__in=teams)
+    if teams is None:
+        # Name every team even for a superuser: the monitor's indexes lead with the team.
+        teams = list(Team.objects.values_list("pk", flat=True))
+    return Decision.objects.filter(team_id__in=teams, created_at__gte=since)
+
+
+def _denials(user: User | AnonymousUser, since: datetime) -> list[QuerySet[Decision]]:
+    """The denials since `since` in two parts, each read from its index alone.
+
+    - Combine a query over both with `union(all=True)` and sum what it counted.
+    """
+    denied = _team_decisions(user, since).filter(behavior="deny")
+    rule_chars = Length("rule")
+    return [
+        denied.filter(LessThanOrEqual(rule_chars, INDEXED_RULE_CHARS)),
+        denied.filter(GreaterThan(rule_chars, INDEXED_RULE_CHARS)),
+    ]
 
 
 def denials_over_time(
@@ -352,55 +375,89 @@ def denials_over_time(
 ) -> list[tuple[datetime, int]]:
     """Denials per day (or hour) since `since`, oldest first."""
     bucket = TruncHour("created_at") if hourly else TruncDay("created_at")
-    rows = (
-        _team_decisions(user, since)
-        .filter(behavior="deny")
-        .annotate(bucket=bucket)
-        .values("bucket")
-        .annotate(n=Count("id"))
-        .order_by("bucket")
+    short, long = (
+        part.annotate(bucket=bucket).values_list("bucket").annotate(n=Count("*")).order_by()
+        for part in _denials(user, since)
     )
-    return [(row["bucket"], row["n"]) for row in rows]
+    counts: Counter[datetime] = Counter()
+    for moment, n in short.union(long, all=True):
+        counts[moment] += n
+    return sorted(counts.items())
 
 
-DENIAL_DIMENSIONS = {"tool": "tool_name", "agent": "agent__name", "rule": "rule", "decider": "decided_by"}
+DENIAL_DIMENSIONS = {"tool": "tool_name", "agent": "agent_id", "rule": "rule", "decider": "decided_by"}
 
 
-def denials_by(
-    user: User | AnonymousUser, since: datetime, dimension: str, limit: int = 8
-) -> list[tuple[str, int]]:
-    """The top denied tools / agents / rules / deciders since `since`."""
-    field = DENIAL_DIMENSIONS[dimension]
-    rows = _team_decisions(user, since).filter(behavior="deny")
-    if dimension == "rule":
-        rows = rows.exclude(rule="")
-    grouped = rows.values(field).annotate(n=Count("id")).order_by("-n", field)[:limit]
-    return [(str(row[field]), row["n"]) for row in grouped]
+def denials_top(user: User | AnonymousUser, since: datetime, limit: int = 8) -> dict[str, list[tuple[str, int]]]:
+    """The top denied tools, agents, rules and deciders since `since`, in one query.
+
+    - One GROUP BY over the combinations that occur, summed per dimension here: they are
+      few (tools x agents x rules x deciders seen), the denied rows many.
+    """
+    short, long = (
+        part.values_list(*DENIAL_DIMENSIONS.values()).annotate(n=Count("*")).order_by()
+        for part in _denials(user, since)
+    )
+    totals: dict[str, Counter[Any]] = {dimension: Counter() for dimension in DENIAL_DIMENSIONS}
+    for *keys, n in short.union(long, all=True):
+        for dimension, key in zip(DENIAL_DIMENSIONS, keys, strict=True):
+            totals[dimension][key] += n
+    # Counted by agent id (what the index holds), shown by name as before: merged by name.
+    names = dict(Agent.objects.filter(pk__in=list(totals["agent"])).values_list("pk", "name"))
+    by_name: Counter[Any] = Counter()
+    for agent_id, n in totals["agent"].items():
+        by_name[names[agent_id]] += n
+    totals["agent"] = by_name
+    totals["rule"].pop("", None)
+    return {
+        dimension: sorted(((str(key), n) for key, n in counts.items()), key=lambda item: (-item[1], item[0]))[:limit]
+        for dimension, counts in totals.items()
+    }
+
+
+class _PercentileCont(Aggregate):
+    """PostgreSQL's percentile_cont: the percentile of a column, interpolated, in one pass."""
+
+    function = "percentile_cont"
+    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+    def __init__(self, expression: str, fraction: float, **extra: Any) -> None:
+        super().__init__(expression, fraction=float(fraction), **extra)
 
 
 def human_decision_stats(user: User | AnonymousUser, since: datetime) -> dict[str, Any]:
     """How long people took to answer (median, p90) and how many asks timed out."""
     asked = _team_decisions(user, since).filter(reason_type__in=["user", "timeout"])
-    counts = asked.aggregate(
-        humans=Count("id", filter=Q(reason_type="user")), timeouts=Count("id", filter=Q(reason_type="timeout"))
-    )
-    humans = asked.filter(reason_type="user").order_by("latency_ms").values_list("latency_ms", flat=True)
-    total = counts["humans"] + counts["timeouts"]
-    return {
-        "humans": counts["humans"],
-        "timeouts": counts["timeouts"],
-        "timeout_rate": counts["timeouts"] / total if total else None,
-        # A percentile is one indexed row at an offset, so no row list is ever loaded.
-        "median_ms": _percentile(humans, counts["humans"], 0.5),
-        "p90_ms": _percentile(humans, counts["humans"], 0.9),
-    }
+    human = Q(reason_type="user")
+    # Counts of reason_type, not of id: the index the monitor reads holds no id.
+    aggregates: dict[str, Aggregate] = {"humans": Count("reason_type", filter=human),
+                                        "timeouts": Count("reason_type", filter=Q(reason_type="timeout"))}
+    in_database = connections[asked.db].vendor == "postgresql"
+    if in_database:
+        aggregates["median_ms"] = _PercentileCont("latency_ms", 0.5, filter=human)
+        aggregates["p90_ms"] = _PercentileCont("latency_ms", 0.9, filter=human)
+    stats = asked.aggregate(**aggregates)
+    if not in_database:
+        # SQLite has no percentile_cont: the same interpolation from at most two rows each.
+        latencies = asked.filter(human).order_by("latency_ms").values_list("latency_ms", flat=True)
+        stats["median_ms"] = _percentile(latencies, stats["humans"], 0.5)
+        stats["p90_ms"] = _percentile(latencies, stats["humans"], 0.9)
+    total = stats["humans"] + stats["timeouts"]
+    stats["timeout_rate"] = stats["timeouts"] / total if total else None
+    return stats
 
 
 def _percentile(ordered: QuerySet[Decision, float], count: int, fraction: float) -> float | None:
+    """percentile_cont over `count` ordered values, reading only the two around the rank."""
     if count == 0:
         return None
-    index = min(count - 1, round(fraction * (count - 1)))
-    return ordered[index]
+    rank = fraction * (count - 1)
+    below = int(rank)
+    values = list(ordered[below : below + 2])
+    if len(values) == 1 or rank == below:
+        return values[0]
+    return values[0] + (values[1] - values[0]) * (rank - below)
 
 
 def sessions_in_denial_loops(

@@ -252,7 +252,7 @@ def denials(request: HttpRequest) -> HttpResponse:
     hourly = days == "1"
     user = request.user
     over_time = selectors.denials_over_time(user, since, hourly=hourly)
-    by = {dim: selectors.denials_by(user, since, dim) for dim in ("tool", "agent", "rule", "decider")}
+    by = selectors.denials_top(user, since)
     context = {
         "days": days,
         "windows": WINDOWS,
