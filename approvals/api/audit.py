@@ -8,8 +8,10 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -22,7 +24,8 @@ from approvals.api.common import ApiView, IsPerson, QuerySerializer
 from approvals.api.shapes import ErrorSerializer
 from approvals.models import Decision
 
-EXPORT_BATCH = 500
+# Rows per database round trip and per thread hop of an export; a batch is held in memory.
+EXPORT_BATCH = 2000
 # Spreadsheet programs run a cell that starts with one of these as a formula.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
@@ -73,31 +76,56 @@ class _Line:
         return value
 
 
-def _batches(rows: QuerySet[Decision]) -> Iterator[list[dict[str, Any]]]:
-    """Keyset pages of serialised rows: memory stays bounded by one batch."""
+# Where each exported column is read from, for `values_list()`: the same sources as the
+# serializer's, without building a model and a serializer per row.
+EXPORT_SOURCES = ["__".join(field.source_attrs) for field in AuditRowSerializer().fields.values()]
+
+
+def _exported(cells: tuple[Any, ...], fields: list[serializers.Field]) -> list[Any]:
+    """One row as the serializer would represent it, column by column."""
+    pairs = zip(cells, fields, strict=True)
+    return [None if value is None else field.to_representation(value) for value, field in pairs]
+
+
+def _export_fields() -> list[serializers.Field]:
+    """The serializer's fields, the time zone looked up once per export instead of per row."""
+    fields = list(AuditRowSerializer().fields.values())
+    for field in fields:
+        if isinstance(field, serializers.DateTimeField) and settings.USE_TZ:
+            field.timezone = timezone.get_current_timezone()  # what DRF looks up per value
+    return fields
+
+
+def _batches(rows: QuerySet[Decision], fmt: str) -> Iterator[str]:
+    """The export as text, one keyset page of rows at a time: memory stays bounded by one batch."""
+    fields = _export_fields()
+    writer = csv.writer(_Line())
+    cells = rows.values_list(*EXPORT_SOURCES)
     before: int | None = None
     while True:
-        page = rows if before is None else rows.filter(id__lt=before)
+        page = cells if before is None else cells.filter(id__lt=before)
         batch = list(page.order_by("-id")[:EXPORT_BATCH])
         if not batch:
             return
-        yield [dict(AuditRowSerializer(row).data) for row in batch]
-        before = batch[-1].pk
+        exported = (_exported(row, fields) for row in batch)
+        if fmt == "csv":
+            yield "".join(writer.writerow([csv_cell(value) for value in row]) for row in exported)
+        else:
+            rows_as_dicts = (dict(zip(CSV_COLUMNS, row, strict=True)) for row in exported)
+            yield "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows_as_dicts)
+        before = batch[-1][0]  # the id: the serializer's first field
 
 
 async def _export(rows: QuerySet[Decision], fmt: str) -> AsyncIterator[str]:
     # An async iterator: under ASGI Django would otherwise buffer a sync one whole, and
-    # each batch is read on a worker thread so the export never blocks the server.
-    batches = _batches(rows)
+    # each batch is read and formatted on a worker thread, one hop per batch, so the
+    # export never blocks the server.
+    batches = _batches(rows, fmt)
     next_batch = sync_to_async(lambda: next(batches, None))
-    writer = csv.writer(_Line())
     if fmt == "csv":
-        yield writer.writerow(CSV_COLUMNS)
-    while (batch := await next_batch()) is not None:
-        if fmt == "csv":
-            yield "".join(writer.writerow([csv_cell(row[col]) for col in CSV_COLUMNS]) for row in batch)
-        else:
-            yield "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in batch)
+        yield csv.writer(_Line()).writerow(CSV_COLUMNS)
+    while (text := await next_batch()) is not None:
+        yield text
 
 
 class AuditListApi(ApiView):

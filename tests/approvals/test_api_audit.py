@@ -75,6 +75,24 @@ class AuditListTests:
         assert len(rows) == 1
         assert rows[0]["rule_source"] == "policySettings"
 
+    def test_it_reads_a_page_in_the_same_few_queries_however_many_rows(
+        self, api_as: Any, alice: Any, ci_bot: Any
+    ) -> None:
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        api = api_as(alice)
+        api.get(URL)  # the token's first use writes once
+        counts = []
+        for batch in range(2):
+            for index in range(3 * (batch + 1)):
+                engine_decision(ci_bot.agent, f"q{batch}-{index}")
+            with CaptureQueriesContext(connection) as captured:
+                assert api.get(URL).status_code == 200
+            counts.append(len(captured.captured_queries))
+        # A column read lazily per row (a deferred field, a relation) would add a query per row.
+        assert counts[0] == counts[1]
+
     def test_it_pages_with_a_cursor_without_repeats_or_gaps(self, api_as: Any, alice: Any, ci_bot: Any) -> None:
         made = [engine_decision(ci_bot.agent, f"p{index}").pk for index in range(7)]
         api = api_as(alice)
@@ -128,13 +146,38 @@ class AuditExportTests:
         assert lines == api.get(URL).json()["results"]
         assert [line["tool_input"] for line in lines] == [{"n": 2}, {"n": 1}, {"n": 0}]
 
-    def test_it_exports_more_rows_than_one_batch(self, api_as: Any, alice: Any, ci_bot: Any) -> None:
+    def test_it_exports_more_rows_than_one_batch(
+        self, api_as: Any, alice: Any, ci_bot: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         from approvals.api import audit
 
-        count = audit.EXPORT_BATCH + 3
+        # A small batch, so a few rows cross two batch boundaries and end in a partial one.
+        monkeypatch.setattr(audit, "EXPORT_BATCH", 4)
+        count = 2 * audit.EXPORT_BATCH + 1
         for index in range(count):
             call = {**ASK_CALL, "tool_name": "Nope", "tool_use_id": f"b{index}"}
             services.request_submit(agent=ci_bot.agent, call=call)
-        lines = streamed(api_as(alice).get(f"{URL}?format=jsonl")).splitlines()
+        api = api_as(alice)
+        lines = streamed(api.get(f"{URL}?format=jsonl")).splitlines()
         assert len(lines) == count
         assert len({json.loads(line)["id"] for line in lines}) == count
+        rows = list(csv.DictReader(io.StringIO(streamed(api.get(f"{URL}?format=csv&agent=ci-bot")))))
+        assert [int(row["id"]) for row in rows] == [json.loads(line)["id"] for line in lines]
+
+    def test_it_exports_csv_cells_as_the_json_rows_show_them(
+        self, api_as: Any, alice: Any, ci_bot: Any, default_team: Any, pending: Any
+    ) -> None:
+        from approvals.api.audit import CSV_COLUMNS, csv_cell
+
+        services.rule_create(rule="Bash(ls)", behavior="deny", source="policySettings", team=default_team)
+        services.request_submit(agent=ci_bot.agent, call={"tool_name": "Bash", "tool_input": {"command": "ls"}})
+        engine_decision(ci_bot.agent, "e1", tool_input={"nested": {"b": [1, 2.5, None], "a": "é"}})
+        asked = pending(session_id="=SUM(1)")
+        services.request_decide(request_id=asked.pk, behavior="deny", surface="api", user=alice, message="-no")
+        api = api_as(alice)
+        expected = [[csv_cell(row[column]) for column in CSV_COLUMNS] for row in api.get(URL).json()["results"]]
+        text = streamed(api.get(f"{URL}?format=csv"))
+        header, *rows = csv.reader(io.StringIO(text))
+        assert header == CSV_COLUMNS
+        assert rows == expected
+        assert len(rows) == 3 and rows[0][CSV_COLUMNS.index("created_at")].endswith("Z")
