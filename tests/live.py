@@ -9,23 +9,16 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
+from bench.ports import free_port, wait_for_port
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_database_url() -> str:
@@ -40,19 +33,6 @@ def test_database_url() -> str:
     host = db.get("HOST") or "127.0.0.1"
     port = db.get("PORT") or 5432
     return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
-
-
-def wait_for_port(port: int, timeout: float = 20.0, process: subprocess.Popen[Any] | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"server exited early with code {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listened on 127.0.0.1:{port} within {timeout}s")
 
 
 class LiveServer:
@@ -99,7 +79,7 @@ def live_server(*, port: int | None = None, server: str = "daphne", **env: str) 
         process = subprocess.Popen(cmd, cwd=ROOT, env=server_env(**env), stdout=log_file, stderr=subprocess.STDOUT)
     live = LiveServer(port, process, log_path)
     try:
-        wait_for_port(port, process=process)
+        wait_for_port(port, timeout=20.0, process=process)
         yield live
     finally:
         if process.poll() is None:

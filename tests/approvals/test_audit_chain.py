@@ -5,9 +5,6 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from importlib import import_module
 from typing import Any
 
 import pytest
@@ -17,6 +14,7 @@ from django.db import DatabaseError, connection, transaction
 from approvals import services
 from approvals.audit import verify_row
 from approvals.models import AuditTamperError, Decision
+from tests.approvals.audit_helpers import tamper
 from tests.live import ROOT, server_env
 
 
@@ -29,30 +27,6 @@ def decide_some(agent: Any, count: int) -> list[Decision]:
         assert result.decision is not None
         rows.append(result.decision)
     return rows
-
-
-SQLITE_GUARD_MIGRATION = import_module("approvals.migrations.0003_audit_no_update_sqlite")
-SQLITE_GUARD_CREATE: str = SQLITE_GUARD_MIGRATION.CREATE
-SQLITE_GUARD_DROP: str = SQLITE_GUARD_MIGRATION.DROP
-
-
-@contextmanager
-def tamper() -> Iterator[Any]:
-    """A raw cursor that may rewrite the audit table, its guard trigger off (as an attacker would)."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            # Django's foreign keys are deferred; ALTER TABLE refuses while their checks wait.
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-            cursor.execute("ALTER TABLE approvals_decision DISABLE TRIGGER approvals_decision_append_only")
-        else:
-            cursor.execute(SQLITE_GUARD_DROP)
-        try:
-            yield cursor
-        finally:
-            if connection.vendor == "postgresql":
-                cursor.execute("ALTER TABLE approvals_decision ENABLE TRIGGER approvals_decision_append_only")
-            else:
-                cursor.execute(SQLITE_GUARD_CREATE)
 
 
 def verify() -> str:

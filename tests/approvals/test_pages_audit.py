@@ -9,7 +9,7 @@ from django.test import Client
 
 from approvals import services
 from approvals.models import Decision
-from tests.approvals.test_audit_chain import tamper
+from tests.approvals.audit_helpers import tamper
 
 
 def decided(agent: Any, user: Any, command: str, behavior: str) -> Decision:
