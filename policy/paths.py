@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import os
 import os.path
+import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Writes here change how the repository, the agent or the user's shell behaves next
 # time, so they are a safety check that asks even in bypassPermissions.
@@ -45,18 +47,67 @@ def expand_home(path: str, home: str) -> str:
     return path
 
 
-def normalise(path: str, cwd: str, home: str) -> NormalPath:
-    """Resolve ``~``, relative segments and ``..`` against cwd, then symlinks."""
+def lexical_path(path: str, cwd: str, home: str) -> str:
+    """Resolve ``~``, relative segments and ``..`` against cwd, without touching the disk."""
     base = cwd if os.path.isabs(cwd) else "/"
     expanded = expand_home(path.replace("\x00", ""), home)
     lexical = os.path.normpath(os.path.join(base, expanded))
     if lexical.startswith("//"):
         lexical = "/" + lexical.lstrip("/")
+    return lexical
+
+
+def normalise(path: str, cwd: str, home: str) -> NormalPath:
+    """Resolve ``~``, relative segments and ``..`` against cwd, then symlinks."""
+    lexical = lexical_path(path, cwd, home)
+    return NormalPath(lexical, real_path(lexical))
+
+
+def real_path(lexical: str) -> str:
+    """``os.path.realpath`` of a normalised absolute path, stopping early where it can.
+
+    The standard library calls ``lstat`` on every component even after one is missing.
+    Until the first symlink every prefix is the lexical path itself, and nothing below
+    a missing component (or a non-directory) exists, so the path is already real there:
+    one syscall instead of one per component for paths that exist only on the agent's
+    machine. Symlinks and any other error go to the standard library.
+    """
     try:
-        real = os.path.realpath(lexical)
+        prefix = ""
+        for name in lexical[1:].split("/"):
+            prefix = f"{prefix}/{name}"
+            try:
+                mode = os.lstat(prefix).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                return lexical
+            if stat.S_ISLNK(mode):
+                return os.path.realpath(lexical)
+        return lexical
     except (OSError, ValueError):
-        real = lexical
-    return NormalPath(lexical, real)
+        try:
+            return os.path.realpath(lexical)
+        except (OSError, ValueError):
+            return lexical
+
+
+@dataclass
+class PathResolver:
+    """Resolve paths for one decision, each distinct path once.
+
+    - Create one per decision and drop it with the decision: symlinks change between
+      calls (an agent can create one), so resolved paths must never outlive it.
+    """
+
+    cwd: str
+    home: str
+    _real: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def normalise(self, path: str) -> NormalPath:
+        lexical = lexical_path(path, self.cwd, self.home)
+        real = self._real.get(lexical)
+        if real is None:
+            real = self._real[lexical] = real_path(lexical)
+        return NormalPath(lexical, real)
 
 
 def working_directories(cwd: str, additional: Iterable[str], home: str) -> tuple[str, ...]:

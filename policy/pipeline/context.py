@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import os.path
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from policy.paths import NormalPath, normalise, working_directories
+from policy.paths import NormalPath, PathResolver, is_inside, working_directories
 from policy.shell import ShellAnalysis, analyse
 from policy.tools import ToolSpec
 
@@ -28,7 +29,15 @@ class CallContext:
     paths: list[NormalPath] = field(default_factory=list)
     analysis: ShellAnalysis | None = None
     host: str | None = None
+    # One resolver per decision: a path named twice (a redirect target that is also an
+    # operand) is resolved once, and nothing resolved outlives the decision.
+    resolver: PathResolver = field(init=False, repr=False)
     _operand_paths: list[NormalPath] | None = field(default=None, repr=False)
+    _bucket_keys: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict, repr=False)
+    _relatives: dict[str, dict[str, str | None]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.resolver = PathResolver(self.cwd, self.home)
 
     def shell_operand_paths(self) -> list[NormalPath]:
         """Every operand of the shell command as a path (``cat .env``), resolved once.
@@ -38,7 +47,7 @@ class CallContext:
         if self._operand_paths is None:
             commands = self.analysis.commands if self.analysis is not None else []
             self._operand_paths = [
-                normalise(word, self.cwd, self.home)
+                self.resolver.normalise(word)
                 for command in commands
                 for word in command.words[1:]
                 # Any operand may name a file; options cannot.
@@ -46,11 +55,33 @@ class CallContext:
             ]
         return self._operand_paths
 
+    def relative_to_roots(self, path: str) -> dict[str, str | None]:
+        """``path`` relative to each rule root (abs, home, cwd); None where it is outside."""
+        found = self._relatives.get(path)
+        if found is None:
+            found = self._relatives[path] = {
+                "abs": _relative(path, "/"),
+                "home": _relative(path, self.home),
+                "cwd": _relative(path, self.project_root),
+            }
+        return found
+
+    def bucket_keys(self, path: str) -> tuple[tuple[str, str], ...]:
+        """The path-rule buckets that could hold a rule matching ``path``, in root order."""
+        keys = self._bucket_keys.get(path)
+        if keys is None:
+            found: list[tuple[str, str]] = []
+            for root_kind, relative in self.relative_to_roots(path).items():
+                if relative is not None:
+                    found += [(root_kind, relative.split("/", 1)[0]), (root_kind, "")]
+            keys = self._bucket_keys[path] = tuple(found)
+        return keys
+
     @property
     def project_root(self) -> str:
         return self.cwd if os.path.isabs(self.cwd) else "/"
 
-    @property
+    @functools.cached_property
     def rule_keys(self) -> tuple[str, ...]:
         """Rule tool names that apply: ``Edit`` rules cover every editing tool, etc."""
         name, kind = self.spec.name, self.spec.kind
@@ -63,6 +94,13 @@ class CallContext:
         return (name,)
 
 
+def _relative(path: str, root: str) -> str | None:
+    if not is_inside(path, root):
+        return None
+    relative = path[1:] if root == "/" else path[len(root) + 1 :]
+    return relative or None
+
+
 def build_context(
     spec: ToolSpec, tool_input: dict[str, Any], *, cwd: str, home: str, mode: str,
     additional: tuple[str, ...], now: datetime,
@@ -72,9 +110,9 @@ def build_context(
         working_directories(cwd, additional, home), now, additional,
     )
     if spec.kind == "bash":
-        ctx.analysis = analyse(tool_input.get("command", ""), cwd, additional, home)
+        ctx.analysis = analyse(tool_input.get("command", ""), cwd, additional, home, ctx.resolver)
     elif spec.kind in ("read", "edit"):
-        ctx.paths = [normalise(p, cwd, home) for p in _input_paths(spec, tool_input, cwd)]
+        ctx.paths = [ctx.resolver.normalise(p) for p in _input_paths(spec, tool_input, cwd)]
     elif spec.kind == "web":
         ctx.host = (urlsplit(tool_input.get("url", "")).hostname or "").lower()
     return ctx

@@ -1,15 +1,19 @@
-"""Find the strongest rule of one behavior that matches a call."""
+"""Find the strongest rule of one behavior that matches a call.
+
+This runs two or three times per decision over every rule of the tool, so it is
+written as plain loops over pre-built indexes: command spellings are computed once
+per (cached) command, path roots once per decision.
+"""
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 
-from policy.paths import NormalPath, is_inside
+from policy.paths import NormalPath
 from policy.pipeline.context import CallContext
 from policy.rules.compiled import CompiledRule, CompiledRules, RuleIndex
-from policy.shell.commands import SimpleCommand
-from policy.shell.wrappers import command_name
+from policy.shell.commands import keyed_forms
 
 _CONTENT_FIELDS = {"Task": "subagent_type", "Skill": "skill", "SlashCommand": "command"}
 
@@ -22,23 +26,30 @@ def strongest(candidates: Iterable[CompiledRule | None]) -> CompiledRule | None:
     return best
 
 
+def _stronger(best: CompiledRule | None, rule: CompiledRule | None) -> CompiledRule | None:
+    """``strongest`` of two: on a tie the one found first is kept."""
+    if rule is not None and (best is None or rule.rank > best.rank):
+        return rule
+    return best
+
+
 def find_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> CompiledRule | None:
     """Return the strongest-source rule of ``behavior`` matching the call, or None."""
-    found: list[CompiledRule | None] = []
+    best: CompiledRule | None = None
     for key in ctx.rule_keys:
         index = rules.lookup(key, behavior)
         if index is None:
             continue
-        found.append(_first_active(index.whole_tool, ctx))
-        found.append(_content_match(index, behavior, ctx))
+        best = _stronger(best, _first_active(index.whole_tool, ctx.now))
+        best = _stronger(best, _content_match(index, behavior, ctx))
     if behavior != "allow" and ctx.analysis is not None:
-        found.append(_bash_path_rule(rules, behavior, ctx))
-    return strongest(found)
+        best = _stronger(best, _bash_path_rule(rules, behavior, ctx))
+    return best
 
 
-def _first_active(rules: Iterable[CompiledRule], ctx: CallContext) -> CompiledRule | None:
+def _first_active(rules: Iterable[CompiledRule], now: datetime) -> CompiledRule | None:
     for rule in rules:
-        if rule.active(ctx.now):
+        if rule.expires_at is None or rule.expires_at > now:
             return rule
     return None
 
@@ -54,13 +65,13 @@ def _content_match(index: RuleIndex, behavior: str, ctx: CallContext) -> Compile
     if kind == "web":
         host = ctx.host or ""
         return _first_active(
-            (r for r in index.other if r.domain is not None and r.domain.matches(host)), ctx
+            (r for r in index.other if r.domain is not None and r.domain.matches(host)), ctx.now
         )
     field_name = _CONTENT_FIELDS.get(ctx.spec.name)
     value = ctx.tool_input.get(field_name) if field_name else None
     if not isinstance(value, str):
         return None
-    return _command_rules(index, [value], ctx)
+    return _command_rules(index, keyed_forms([value]), ctx.now)
 
 
 # --- Bash -----------------------------------------------------------------------
@@ -75,47 +86,44 @@ def _bash_match(index: RuleIndex, behavior: str, ctx: CallContext) -> CompiledRu
         # and nothing in the line (substitution, eval, redirects…) blocks auto-allow.
         if not analysis.can_auto_allow:
             return None
-        matched: list[CompiledRule] = []
+        first: CompiledRule | None = None
         for command in analysis.commands:
-            rule = _command_rules(index, allow_forms(command), ctx)
+            rule = _command_rules(index, command.allow_forms, ctx.now)
             if rule is None:
                 return None
-            matched.append(rule)
-        return matched[0]
+            first = first or rule
+        return first
     # One denied (or asked) part is enough for the whole line.
-    return strongest(_command_rules(index, deny_forms(c), ctx) for c in analysis.commands)
+    best: CompiledRule | None = None
+    for command in analysis.commands:
+        best = _stronger(best, _command_rules(index, command.deny_forms, ctx.now))
+    return best
 
 
-def allow_forms(command: SimpleCommand) -> list[str]:
-    forms = [command.full_raw, " ".join(command.full_words)]
-    if not command.unsafe_wrapper:
-        forms += [command.raw, command.text]
-    return list(dict.fromkeys(forms))
+def _command_rules(
+    index: RuleIndex, forms: Sequence[tuple[str, str]], now: datetime
+) -> CompiledRule | None:
+    """The strongest active rule matching any spelling; ``forms`` pair it with its head."""
+    best: CompiledRule | None = None
+    by_word, other = index.by_word, index.other
+    for form, head in forms:
+        bucket = by_word.get(head)
+        if bucket:
+            best = _stronger(best, _first_command_match(bucket, form, now))
+        if other:
+            best = _stronger(best, _first_command_match(other, form, now))
+    return best
 
 
-def deny_forms(command: SimpleCommand) -> list[str]:
-    """Every spelling a deny rule should see: basenames, $IFS and NFKC variants."""
-    forms = {command.raw, command.text, command.full_raw, " ".join(command.full_words)}
-    if command.words:
-        forms.add(" ".join((command_name(command.words[0]), *command.words[1:])))
-    if command.ifs_words:
-        ifs = list(command.ifs_words)
-        forms.add(" ".join(ifs))
-        forms.add(" ".join((command_name(ifs[0]), *ifs[1:])))
-    forms |= {unicodedata.normalize("NFKC", f) for f in list(forms)}
-    return [f for f in forms if f]
-
-
-def _command_rules(index: RuleIndex, forms: list[str], ctx: CallContext) -> CompiledRule | None:
-    found: list[CompiledRule | None] = []
-    for form in forms:
-        head = form.split(None, 1)[0] if form.strip() else ""
-        for bucket in (index.by_word.get(head, ()), index.other):
-            found.append(_first_active(
-                (r for r in bucket if r.command is not None and r.command.regex.fullmatch(form)),
-                ctx,
-            ))
-    return strongest(found)
+def _first_command_match(
+    bucket: list[CompiledRule], form: str, now: datetime
+) -> CompiledRule | None:
+    for rule in bucket:  # strongest source first
+        command = rule.command
+        if (command is not None and command.regex.fullmatch(form)
+                and (rule.expires_at is None or rule.expires_at > now)):
+            return rule
+    return None
 
 
 def _bash_path_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> CompiledRule | None:
@@ -139,7 +147,7 @@ def _path_match(
     if not paths or not index.path_buckets:
         return None
     spellings = [v for p in paths for v in p.variants()]
-    candidates = _candidates(index, ctx, spellings[0] if behavior == "allow" else None, spellings)
+    candidates = _candidates(index, ctx, spellings[:1] if behavior == "allow" else spellings)
     for rule in candidates:
         if not rule.active(ctx.now):
             continue
@@ -151,32 +159,20 @@ def _path_match(
     return None
 
 
-def _candidates(
-    index: RuleIndex, ctx: CallContext, only: str | None, spellings: list[str]
-) -> list[CompiledRule]:
+def _candidates(index: RuleIndex, ctx: CallContext, spellings: list[str]) -> list[CompiledRule]:
     """Rules that could match: same root and first segment, or unanchored patterns."""
+    buckets = index.path_buckets
     found: dict[int, CompiledRule] = {}
-    for spelling in [only] if only is not None else spellings:
-        for root_kind in ("abs", "home", "cwd"):
-            relative = _relative(spelling, root_kind, ctx)
-            if relative is None:
-                continue
-            first = relative.split("/", 1)[0]
-            for key in ((root_kind, first), (root_kind, "")):
-                for rule in index.path_buckets.get(key, ()):
-                    found.setdefault(id(rule), rule)
+    for spelling in spellings:
+        for key in ctx.bucket_keys(spelling):
+            for rule in buckets.get(key, ()):
+                found.setdefault(id(rule), rule)
+    if len(found) < 2:
+        return list(found.values())
     return sorted(found.values(), key=lambda r: -r.rank)
-
-
-def _relative(path: str, root_kind: str, ctx: CallContext) -> str | None:
-    root = {"abs": "/", "home": ctx.home, "cwd": ctx.project_root}[root_kind]
-    if not is_inside(path, root):
-        return None
-    relative = path[1:] if root == "/" else path[len(root) + 1 :]
-    return relative or None
 
 
 def _path_matches(rule: CompiledRule, path: str, ctx: CallContext) -> bool:
     assert rule.path is not None
-    relative = _relative(path, rule.path.root, ctx)
+    relative = ctx.relative_to_roots(path)[rule.path.root]
     return relative is not None and rule.path.regex.match(relative) is not None

@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 import os.path
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from policy.paths import (
     HARMLESS_DEVICES,
+    PathResolver,
     inside_any,
     looks_like_path,
-    normalise,
     sensitive_reason,
     working_directories,
 )
@@ -63,18 +63,86 @@ def analyse(
     cwd: str = "/",
     additional_directories: Iterable[str] = (),
     home: str | None = None,
+    resolver: PathResolver | None = None,
 ) -> ShellAnalysis:
-    """Split ``command`` into simple commands and flag what must never auto-allow."""
+    """Split ``command`` into simple commands and flag what must never auto-allow.
+
+    - ``resolver`` resolves the paths the command names (one per decision, built for
+      the same cwd and home); without it each call resolves afresh.
+    """
+    parsed = parse(command)
+    if parsed.analysis is not None:
+        return parsed.analysis  # names no path on disk: the string alone decides
     home = home if home is not None else os.path.expanduser("~")
-    return _analyse_cached(command, cwd, tuple(additional_directories), home)
+    resolver = resolver if resolver is not None else PathResolver(cwd, home)
+    blockers = list(parsed.blockers)
+    outside = _redirects_outside(
+        parsed.redirect_targets, resolver, working_directories(cwd, additional_directories, home)
+    )
+    for target in outside:
+        _block(blockers, f"it redirects to {target}, outside the working directories")
+    for word in parsed.path_words:
+        reason = sensitive_reason(resolver.normalise(word), home)
+        if reason:
+            _block(blockers, f"it names {word}: {reason}")
+    return parsed.finish(tuple(blockers), tuple(outside))
+
+
+@dataclass(frozen=True)
+class ParsedCommand:
+    """What the command string alone determines; cached, so immutable and shared.
+
+    Paths on disk are not part of it: symlinks change between calls, so redirect
+    targets and path-like words are resolved again for every decision.
+    """
+
+    command: str
+    commands: tuple[SimpleCommand, ...]
+    blockers: tuple[str, ...]
+    parse_error: bool
+    substitution: bool
+    eval_like: bool
+    redirect_targets: tuple[tuple[str, bool], ...]
+    path_words: tuple[str, ...]
+    destructive_warning: str | None
+    suggestions: tuple[str, ...]
+    analysis: ShellAnalysis | None = None
+
+    def finish(self, blockers: tuple[str, ...], outside: tuple[str, ...]) -> ShellAnalysis:
+        # Never offer "always allow" for something unsafe or destructive.
+        blocked = bool(blockers) or self.destructive_warning is not None
+        return ShellAnalysis(
+            command=self.command,
+            commands=self.commands,
+            blockers=blockers,
+            parse_error=self.parse_error,
+            substitution=self.substitution,
+            eval_like=self.eval_like,
+            redirects_outside=outside,
+            destructive_warning=self.destructive_warning,
+            suggested_rules=() if blocked else self.suggestions,
+        )
+
+
+# Agents repeat the same commands constantly; long ones are rare, so they are parsed
+# each time rather than letting a few hundred of them pin megabytes in the cache.
+CACHED_COMMAND_CHARS = 8 * 1024
+
+
+def parse(command: str) -> ParsedCommand:
+    """Parse ``command`` (memoised for commands up to ``CACHED_COMMAND_CHARS``)."""
+    if len(command) > CACHED_COMMAND_CHARS:
+        return _parse(command)
+    return _parse_cached(command)
 
 
 @functools.lru_cache(maxsize=2048)
-def _analyse_cached(
-    command: str, cwd: str, additional: tuple[str, ...], home: str
-) -> ShellAnalysis:
-    # Agents repeat the same commands constantly, so the parse is memoised.
-    walk = Walk(cwd)
+def _parse_cached(command: str) -> ParsedCommand:
+    return _parse(command)
+
+
+def _parse(command: str) -> ParsedCommand:
+    walk = Walk("")
     if len(command.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
         walk.parse_error = True
         walk.block("the command is too long to analyse")
@@ -83,51 +151,44 @@ def _analyse_cached(
         walk.block("the command contains NUL bytes")
     else:
         walk_source(command, walk)
-    outside = _redirects_outside(walk, cwd, additional, home)
-    for target in outside:
-        walk.block(f"it redirects to {target}, outside the working directories")
-    _check_sensitive_arguments(walk, cwd, home)
     commands = tuple(walk.commands)
-    warning = destructive_warning(command, commands)
-    # Never offer "always allow" for something unsafe or destructive.
-    blocked = bool(walk.blockers) or warning is not None
-    return ShellAnalysis(
+    parsed = ParsedCommand(
         command=command,
         commands=commands,
         blockers=tuple(walk.blockers),
         parse_error=walk.parse_error,
         substitution=walk.substitution,
         eval_like=walk.eval_like,
-        redirects_outside=tuple(outside),
-        destructive_warning=warning,
-        suggested_rules=() if blocked else tuple(suggested_rules(commands)),
+        redirect_targets=tuple(walk.redirect_targets),
+        path_words=tuple(
+            word for c in commands for word in c.words[1:] if looks_like_path(word)
+        ),
+        destructive_warning=destructive_warning(command, commands),
+        suggestions=tuple(suggested_rules(commands)),
     )
+    if parsed.redirect_targets or parsed.path_words:
+        return parsed
+    return replace(parsed, analysis=parsed.finish(parsed.blockers, ()))
 
 
-def _check_sensitive_arguments(walk: Walk, cwd: str, home: str) -> None:
-    for command in walk.commands:
-        for word in command.words[1:]:
-            if not looks_like_path(word):
-                continue
-            reason = sensitive_reason(normalise(word, cwd, home), home)
-            if reason:
-                walk.block(f"it names {word}: {reason}")
+def _block(blockers: list[str], reason: str) -> None:
+    if reason not in blockers:
+        blockers.append(reason)
 
 
 def _redirects_outside(
-    walk: Walk, cwd: str, additional: tuple[str, ...], home: str
+    targets: tuple[tuple[str, bool], ...], resolver: PathResolver, roots: tuple[str, ...]
 ) -> list[str]:
-    roots = working_directories(cwd, additional, home)
     outside: list[str] = []
-    for target, dynamic in walk.redirect_targets:
+    for target, dynamic in targets:
         if dynamic:
             outside.append(target)
             continue
         if target in HARMLESS_DEVICES:
             continue
-        if not inside_any(normalise(target, cwd, home), roots):
+        if not inside_any(resolver.normalise(target), roots):
             outside.append(target)
     return outside
 
 
-__all__ = ["ShellAnalysis", "SimpleCommand", "analyse"]
+__all__ = ["ParsedCommand", "ShellAnalysis", "SimpleCommand", "analyse", "parse"]

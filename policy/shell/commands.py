@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import shlex
 import threading
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import tree_sitter_bash
@@ -84,6 +86,38 @@ class SimpleCommand:
     @property
     def text(self) -> str:
         return " ".join(self.words)
+
+    # The spellings rules are matched against, as (form, first word) pairs. Computed once
+    # per command: analyses are cached, so every later decision on the same command
+    # line reuses them (cached_property writes the instance dict; the fields stay frozen).
+
+    @functools.cached_property
+    def allow_forms(self) -> tuple[tuple[str, str], ...]:
+        """Spellings an allow rule must match: wrappers kept unless they are harmless."""
+        forms = [self.full_raw, " ".join(self.full_words)]
+        if not self.unsafe_wrapper:
+            forms += [self.raw, self.text]
+        return keyed_forms(dict.fromkeys(forms))
+
+    @functools.cached_property
+    def deny_forms(self) -> tuple[tuple[str, str], ...]:
+        """Every spelling a deny rule should see: basenames, $IFS and NFKC variants."""
+        forms = [self.raw, self.text, self.full_raw, " ".join(self.full_words)]
+        if self.words:
+            forms.append(" ".join((command_name(self.words[0]), *self.words[1:])))
+        if self.ifs_words:
+            ifs = list(self.ifs_words)
+            forms.append(" ".join(ifs))
+            forms.append(" ".join((command_name(ifs[0]), *ifs[1:])))
+        forms += [unicodedata.normalize("NFKC", f) for f in forms]
+        # Ordered (not a set), so which of two equally strong rules is reported does
+        # not depend on the process's string hash seed.
+        return keyed_forms(f for f in dict.fromkeys(forms) if f)
+
+
+def keyed_forms(forms: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """Pair each command spelling with its first word, the key rules are indexed by."""
+    return tuple((form, form.split(None, 1)[0] if form.strip() else "") for form in forms)
 
 
 @dataclass

@@ -1,0 +1,126 @@
+"""Symlinks are resolved for every decision, from the disk as it is at that moment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policy import Decision, decide
+from policy.paths import PathResolver, real_path
+
+
+def _tree(tmp_path: Path) -> Path:
+    """A project with every kind of link the resolver must agree with realpath on."""
+    (tmp_path / "secret" / "keys").mkdir(parents=True)
+    (tmp_path / "secret" / "keys" / "id").write_text("key")
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "app.py").write_text("x = 1\n")
+    (project / "file").write_text("")
+    links = {
+        "abs": str(tmp_path / "secret"), "rel": "../secret/keys", "chain": "abs",
+        "loop1": "loop2", "loop2": "loop1", "dangling": "/nonexistent/dir",
+        "dotdot": "missing/../src", "self": ".",
+    }
+    for name, target in links.items():
+        os.symlink(target, project / name)
+    return project
+
+
+SPELLINGS = [
+    "", "src", "src/app.py", "src/missing/deeper/x", "file/below", "abs", "abs/keys/id",
+    "rel/id", "chain/keys", "loop1", "loop1/x", "dangling", "dangling/x/y", "dotdot/app.py",
+    "self/self/src", "missing", "missing/x/y/z",
+]
+
+
+class RealPathTests:
+    @pytest.mark.parametrize("spelling", SPELLINGS)
+    def test_it_agrees_with_os_path_realpath(self, tmp_path: Path, spelling: str) -> None:
+        lexical = os.path.normpath(os.path.join(_tree(tmp_path), spelling))
+        assert real_path(lexical) == os.path.realpath(lexical)
+
+    def test_it_agrees_with_realpath_at_the_root_and_outside_any_tree(self) -> None:
+        for lexical in ("/", "/nonexistent-top/a/b", "/proc/self/cwd", "/dev/null"):
+            assert real_path(lexical) == os.path.realpath(lexical)
+
+
+class PathResolverTests:
+    def test_it_resolves_each_path_once_per_decision(self, tmp_path: Path) -> None:
+        project = _tree(tmp_path)
+        resolver = PathResolver(str(project), str(tmp_path))
+        first = resolver.normalise("out")
+        os.symlink(tmp_path / "secret", project / "out")
+        # The same decision keeps its first answer: its layers must agree with each other.
+        assert resolver.normalise("out") == first
+        # The next decision sees the link.
+        assert PathResolver(str(project), str(tmp_path)).normalise("out").real == str(
+            tmp_path / "secret"
+        )
+
+    def test_it_keeps_lexical_and_real_spellings_apart(self, tmp_path: Path) -> None:
+        project = _tree(tmp_path)
+        path = PathResolver(str(project), str(tmp_path)).normalise("./abs/keys/../keys/id")
+        assert path.lexical == str(project / "abs" / "keys" / "id")
+        assert path.real == str(tmp_path / "secret" / "keys" / "id")
+
+
+def _decide(project: Path, tool: str, tool_input: dict[str, Any]) -> Decision:
+    return decide({
+        "tool_name": tool, "tool_input": tool_input, "cwd": str(project),
+        "home": str(project.parent / "home"), "rules": [
+            {"rule": "Bash(cat:*)", "behavior": "allow", "source": "projectSettings"},
+            {"rule": "Bash(echo:*)", "behavior": "allow", "source": "projectSettings"},
+            {"rule": "Edit(**)", "behavior": "allow", "source": "projectSettings"},
+            {"rule": f"Read(/{project.parent}/secret/**)", "behavior": "deny",
+             "source": "policySettings"},
+        ],
+    })
+
+
+class FilesystemChangesBetweenDecisionsTests:
+    """A command decided before a symlink appeared is decided again afterwards."""
+
+    def test_it_denies_an_operand_that_became_a_link_into_a_denied_place(
+        self, tmp_path: Path
+    ) -> None:
+        project = _tree(tmp_path)
+        assert _decide(project, "Bash", {"command": "cat notes"}).behavior == "allow"
+        os.symlink(tmp_path / "secret" / "keys" / "id", project / "notes")
+        assert _decide(project, "Bash", {"command": "cat notes"}).behavior == "deny"
+
+    def test_it_asks_for_a_redirect_that_became_a_link_outside_the_project(
+        self, tmp_path: Path
+    ) -> None:
+        project = _tree(tmp_path)
+        command = "echo hi > ./out.txt"
+        assert _decide(project, "Bash", {"command": command}).behavior == "allow"
+        os.symlink(tmp_path / "elsewhere.txt", project / "out.txt")
+        decision = _decide(project, "Bash", {"command": command})
+        assert decision.behavior == "ask"
+        assert "outside the working directories" in decision.reason["detail"]
+
+    def test_it_sees_a_path_argument_that_became_a_link_to_credentials(
+        self, tmp_path: Path
+    ) -> None:
+        project = _tree(tmp_path)
+        (tmp_path / "home" / ".ssh").mkdir(parents=True)
+        command = "cat ./config"
+        assert _decide(project, "Bash", {"command": command}).behavior == "allow"
+        os.symlink(tmp_path / "home" / ".ssh", project / "config")
+        decision = _decide(project, "Bash", {"command": command})
+        assert decision.behavior == "ask"
+        assert "holds credentials" in decision.reason["detail"]
+
+    def test_it_protects_an_edit_target_that_became_a_link_into_git(self, tmp_path: Path) -> None:
+        project = _tree(tmp_path)
+        (project / ".git" / "hooks").mkdir(parents=True)
+        edit = {"file_path": str(project / "hook"), "content": "#!/bin/sh\n"}
+        assert _decide(project, "Write", edit).behavior == "allow"
+        os.symlink(project / ".git" / "hooks" / "pre-commit", project / "hook")
+        decision = _decide(project, "Write", edit)
+        assert decision.behavior == "ask"
+        assert decision.reason["type"] == "safetyCheck"
