@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os.path
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,12 +31,14 @@ class CallContext:
     # One resolver per decision: a path named twice (a redirect target that is also an
     # operand) is resolved once, and nothing resolved outlives the decision.
     resolver: PathResolver = field(init=False, repr=False)
+    rule_keys: tuple[str, ...] = field(init=False)
     _operand_paths: list[NormalPath] | None = field(default=None, repr=False)
     _bucket_keys: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict, repr=False)
     _relatives: dict[str, dict[str, str | None]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.resolver = PathResolver(self.cwd, self.home)
+        self.rule_keys = rule_keys(self.spec)
 
     def shell_operand_paths(self) -> list[NormalPath]:
         """Every operand of the shell command as a path (``cat .env``), resolved once.
@@ -81,17 +82,18 @@ class CallContext:
     def project_root(self) -> str:
         return self.cwd if os.path.isabs(self.cwd) else "/"
 
-    @functools.cached_property
-    def rule_keys(self) -> tuple[str, ...]:
-        """Rule tool names that apply: ``Edit`` rules cover every editing tool, etc."""
-        name, kind = self.spec.name, self.spec.kind
-        if kind == "edit":
-            return (name, "Edit") if name != "Edit" else (name,)
-        if kind == "read":
-            return (name, "Read") if name != "Read" else (name,)
-        if kind == "mcp":
-            return (name, "mcp__" + name.split("__")[1])
-        return (name,)
+
+
+def rule_keys(spec: ToolSpec) -> tuple[str, ...]:
+    """Rule tool names that apply: ``Edit`` rules cover every editing tool, etc."""
+    name, kind = spec.name, spec.kind
+    if kind == "edit":
+        return (name, "Edit") if name != "Edit" else (name,)
+    if kind == "read":
+        return (name, "Read") if name != "Read" else (name,)
+    if kind == "mcp":
+        return (name, "mcp__" + name.split("__")[1])
+    return (name,)
 
 
 def _relative(path: str, root: str) -> str | None:

@@ -54,6 +54,12 @@ def _list(doc: Mapping[str, Any], key: str) -> list[Any]:
     return value
 
 
+def _home(doc: Mapping[str, Any]) -> str:
+    if doc.get("home") is None:  # read the environment only when it is needed
+        return os.environ.get("HOME", "/nonexistent-home") or "/"
+    return _string(doc, "home", "") or "/"
+
+
 def parse_request(doc: object) -> Request:
     """Validate the envelope; tool_input is validated later against the tool's schema."""
     if not isinstance(doc, Mapping):
@@ -77,7 +83,7 @@ def parse_request(doc: object) -> Request:
         additional_directories=directories,
         mode=mode,
         context=context,
-        home=_string(doc, "home", os.environ.get("HOME", "/nonexistent-home")) or "/",
+        home=_home(doc),
         pre_tool_use_hooks=_list(doc, "pre_tool_use_hooks"),
         permission_request_hooks=_list(doc, "permission_request_hooks"),
         rules=_list(doc, "rules"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os.path
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -66,14 +67,25 @@ def _resolve(path: str, cwd: str) -> str:
     return os.path.normpath(os.path.join(cwd or "/", os.path.expanduser(path)))
 
 
+def _file_mode(path: str) -> int | None:
+    """``st_mode`` of what ``path`` points to, or None where ``os.path.exists`` is False.
+
+    One ``stat`` answers both "is it a directory" and "does it exist".
+    """
+    try:
+        return os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+
+
 def _check_edit(tool_input: dict[str, Any], cwd: str) -> Problem:
     old, new = tool_input["old_string"], tool_input["new_string"]
     if old == new:
         return ("No changes to make: old_string and new_string are exactly the same.", False)
-    path = _resolve(tool_input["file_path"], cwd)
-    if os.path.isdir(path):
+    mode = _file_mode(_resolve(tool_input["file_path"], cwd))
+    if mode is not None and stat.S_ISDIR(mode):
         return (f"{tool_input['file_path']} is a directory, not a file.", False)
-    if old and not os.path.exists(path):
+    if old and mode is None:
         return (f"File does not exist: {tool_input['file_path']}. "
                 "Use Write to create a new file, or pass an empty old_string.", False)
     return None
