@@ -2,7 +2,7 @@
 
 - Redis: `REDIS_URL` if it answers (only keys under this run's prefix are touched and
   removed), else a private `redis-server` on a free port.
-- Databases: `gatehouse_bench` (and `gatehouse_bench_audit` for figure 8) on the local
+- Databases: `gatehouse_bench_<run>` (and `gatehouse_bench_audit_<run>` for figure 8) on the local
   PostgreSQL, created and dropped by the run; a scratch SQLite file when PostgreSQL is
   not reachable.
 - Server processes: Daphne or Uvicorn on free ports, serving `gatehouse.asgi`.
@@ -28,8 +28,11 @@ from bench.ports import free_port, wait_for_port
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 PG_ADMIN_URL = os.environ.get("GATEHOUSE_BENCH_PG", "postgres://postgres@127.0.0.1:5432/test")
-BENCH_DB = "gatehouse_bench"
-AUDIT_DB = "gatehouse_bench_audit"
+# Per run, so two runs on one machine never drop each other's databases; the figures'
+# subprocesses inherit the run's id through the environment.
+RUN_ID = os.environ.setdefault("GATEHOUSE_BENCH_RUN", str(os.getpid()))
+BENCH_DB = f"gatehouse_bench_{RUN_ID}"
+AUDIT_DB = f"gatehouse_bench_audit_{RUN_ID}"
 
 
 def rss_kib(pid: int) -> int:

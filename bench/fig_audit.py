@@ -1,7 +1,7 @@
 """Figure 8: the audit log at scale in PostgreSQL.
 
 `python -m bench.fig_audit --rows N --out F` (a fresh process on the dedicated database
-`gatehouse_bench_audit`) fills the log with N hash-chained decisions by COPY, then times
+`gatehouse_bench_audit_<run>`) fills the log with N hash-chained decisions by COPY, then times
 the page queries through the selectors the pages and the API use. `run(env)` then serves
 that database with Daphne and streams a 100,000-row CSV export from `/api/v1/audit`,
 watching the server's peak RSS (VmHWM) to show the export's memory stays flat.
