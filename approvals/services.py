@@ -696,9 +696,6 @@ def _decide_fenced(
             if request is None:
                 current = PermissionRequest.objects.get(pk=request_id)
                 return DecideResult(False, current, selectors.decision_for(current))
-            if claim is not None:
-                # Let the losers go as soon as this commits, before the announcements.
-                transaction.on_commit(claim.release)
             if behavior == "allow" and remember != "once":
                 reason["saved_rule"] = _remember(request, remember, remember_hours, user)
             if behavior == "deny" and not message:
