@@ -270,6 +270,11 @@ async def deciders_loop(srv: LiveServer, agents: list[Agent], approvers: dict[st
         await asyncio.gather(*jobs)
 
 
+def server_endings(ids: set[str]) -> set[str]:
+    """The requests the server ended itself (the chat decider's endings are not announced there)."""
+    return {str(d.request_id) for d in Decision.objects.filter(request_id__in=ids).exclude(decided_by=CHAT_DECIDER)}
+
+
 def settled(ids: set[str]) -> bool:
     return PermissionRequest.objects.filter(pk__in=ids, state="pending").count() == 0
 
@@ -298,6 +303,14 @@ def run_history(srv: LiveServer, redis_server: PrivateRedis, fault: str, tokens:
         while not ids <= heard():
             assert time.monotonic() < deadline + 20, f"agents never heard {sorted(ids - heard())}"
             await asyncio.sleep(0.25)
+        # ...and, without faults, for the dashboards too: an agent hears from the event
+        # itself, a dashboard only after its card is read and rendered. (check() reports
+        # whatever they still miss when the wait runs out.)
+        if fault == "none":
+            endings = await in_thread(server_endings, ids)
+            told = lambda name: {op["id"] for op in history.of("dashboard_heard") if op["dashboard"] == name}  # noqa: E731
+            while any(endings - told(name) for name in cookies) and time.monotonic() < deadline + 20:
+                await asyncio.sleep(0.25)
         await asyncio.sleep(0)  # let the dashboards drain what already arrived
         stop.set()
         await asyncio.gather(*runs, *boards, return_exceptions=True)
