@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import shlex
 import threading
 import unicodedata
@@ -144,7 +145,7 @@ def walk_source(source: str, walk: Walk, depth: int = 0) -> None:
         walk.parse_error = True
         walk.block("shell payloads nested too deeply")
         return
-    data = source.encode("utf-8", "surrogatepass")
+    data = _without_scanner_hazards(source, walk).encode("utf-8", "surrogatepass")
     tree = parser().parse(data)
     root = tree.root_node
     if root.has_error:
@@ -154,6 +155,31 @@ def walk_source(source: str, walk: Walk, depth: int = 0) -> None:
     while stack:
         node = stack.pop()
         _visit(node, data, walk, depth, stack)
+
+
+# tree-sitter-bash 0.25.1's scanner tests the character after "{" (and after "{12..")
+# with C isdigit(), which indexes a 384-entry table by the whole code point: past U+00FF
+# it reads outside the table and, depending on how the process's memory lies, gets
+# noise or a segmentation fault (tree-sitter/tree-sitter-bash#337). Agents send emoji.
+_SCANNER_HAZARD = re.compile(r"\{[0-9]*(?:\.\.[0-9]*)?([^\x00-\xff])")
+
+
+def _without_scanner_hazards(source: str, walk: Walk) -> str:
+    """Swap each character the scanner would misread for a Latin-1 stand-in of its kind.
+
+    The rest of the line is still analysed, so deny rules still see its commands; the
+    line never auto-allows, since what was parsed is not exactly what was sent.
+    """
+    if source.isascii() or _SCANNER_HAZARD.search(source) is None:
+        return source
+    walk.parse_error = True
+    walk.block("it has a non-Latin-1 character right after '{', which the parser cannot read safely")
+    return _SCANNER_HAZARD.sub(_stand_in, source)
+
+
+def _stand_in(match: re.Match[str]) -> str:
+    # A letter stays a letter for the scanner's iswalpha() checks (``${名}`` is a variable name).
+    return match.group(0)[:-1] + ("\u00aa" if match.group(1).isalpha() else "\u00a4")
 
 
 def _visit(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -> None:
