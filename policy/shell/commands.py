@@ -133,6 +133,8 @@ class Walk:
     substitution: bool = False
     eval_like: bool = False
     function_definition: bool = False
+    # Here-doc bodies of a redirected statement, by the command they feed.
+    statement_heredocs: dict[Node, list[str]] = field(default_factory=dict)
 
     def block(self, reason: str) -> None:
         if reason not in self.blockers:
@@ -202,7 +204,21 @@ def _visit(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -
         _check_assignment(node, walk)
     elif kind == "file_redirect":
         _visit_redirect(node, walk)
+    elif kind == "redirected_statement":
+        _hand_down_heredocs(node, walk)
     stack.extend(reversed(node.named_children))
+
+
+def _hand_down_heredocs(statement: Node, walk: Walk) -> None:
+    # tree-sitter hangs ``cmd <<EOF`` redirects on the enclosing statement. Handed down
+    # from here because Node.parent walks down from the root: asking every command for
+    # its parent made deeply nested lines quadratic (``(a|`` * 8000 took seconds).
+    children = statement.named_children
+    bodies = [body for c in children if c.type == "heredoc_redirect" for body in _heredoc_bodies(c)]
+    if bodies:
+        for child in children:
+            if child.type == "command":
+                walk.statement_heredocs[child] = bodies
 
 
 def _check_assignment(node: Node, walk: Walk) -> None:
@@ -257,12 +273,7 @@ def _visit_command(
         else:
             words.append(word_of(child))
             stack.append(child)
-    parent = node.parent
-    if parent is not None and parent.type == "redirected_statement":
-        # tree-sitter hangs ``cmd <<EOF`` redirects on the enclosing statement.
-        for sibling in parent.named_children:
-            if sibling.type == "heredoc_redirect":
-                heredocs.extend(_heredoc_bodies(sibling))
+    heredocs.extend(walk.statement_heredocs.pop(node, ()))
     _add_command(words, assignments, heredocs, data, walk, depth)
 
 

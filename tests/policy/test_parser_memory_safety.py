@@ -1,13 +1,17 @@
-"""Commands that made tree-sitter-bash read outside its memory: analysed, never fatal.
+"""Commands that made tree-sitter read outside its memory: analysed, never fatal.
 
 tree-sitter-bash 0.25.1's scanner tests the character after ``{`` (and after ``{12..``)
 with C ``isdigit()``, which indexes a 384-entry table by the whole code point. Whether
 the stray read lands on mapped memory depends on the process's layout, so the test
 suite died with a segmentation fault now and then (``git status; {🎉`` from a fuzz test).
+Those tests run the engine in a child process whose ctype table was moved to the end of
+a page followed by inaccessible memory, so any read past U+00FF faults every time.
 
-Each test runs the engine in a child process whose ctype table was moved to the end of
-a page followed by inaccessible memory, so any read past U+00FF faults every time, and a
-crash fails the test instead of killing pytest.
+``Node.parent`` finds the parent by recursing down from the root, one C frame per level:
+a line nested a few thousand levels deep overflowed the thread's stack (and made the
+walk quadratic before that). A child process walks such a line on a 1 MiB stack.
+
+A crash fails the test instead of killing pytest.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from policy.shell import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 CWD = "/srv/project"
@@ -152,3 +158,31 @@ class ScannerOutOfTableReadTests:
         commands = ["".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 30))) for _ in range(3000)]
         answers = analyse_fenced(commands)
         assert len(answers) == len(commands)
+
+
+DEEP = r"""
+import sys, threading
+from policy.shell import parse
+
+line = sys.stdin.read()
+threading.stack_size(1024 * 1024)  # a small worker stack: no C frame per level may be needed
+out = []
+worker = threading.Thread(target=lambda: out.append(parse(line)))
+worker.start()
+worker.join()
+print(len(out[0].commands))
+"""
+
+
+class DeepNestingTests:
+    def test_it_analyses_a_line_nested_thousands_deep_without_crashing(self) -> None:
+        # Subshells piped into subshells: each level adds hidden nodes Node.parent recursed through.
+        result = subprocess.run([sys.executable, "-c", DEEP], input="(a|" * 8000 + ")" * 8000,
+                                capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+        assert int(result.stdout) >= 8000  # every level's command was seen
+
+    def test_it_still_feeds_heredocs_of_nested_statements_to_their_commands(self) -> None:
+        parsed = parse("(cat <<A\nx\nA\n) | (bash <<B\nrm -rf ~\nB\n)")
+        assert [c.words for c in parsed.commands] == [("cat",), ("bash",), ("rm", "-rf", "~")]
+        assert "bash reads commands from its input" in parsed.blockers
