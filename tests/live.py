@@ -19,6 +19,9 @@ from urllib.parse import quote
 from bench.ports import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
+# A bound, not a pause: a server starts in about a second, but on a shared 2-core machine
+# under a full test run its imports have taken over 20 s.
+STARTUP_TIMEOUT = 60.0
 
 
 def test_database_url() -> str:
@@ -79,7 +82,7 @@ def live_server(*, port: int | None = None, server: str = "daphne", **env: str) 
         process = subprocess.Popen(cmd, cwd=ROOT, env=server_env(**env), stdout=log_file, stderr=subprocess.STDOUT)
     live = LiveServer(port, process, log_path)
     try:
-        wait_for_port(port, timeout=20.0, process=process)
+        wait_for_port(port, timeout=STARTUP_TIMEOUT, process=process)
         yield live
     finally:
         if process.poll() is None:
