@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import fig_engine, report
+from bench import fig_engine, fig_push, report
 from bench.stats import Figure, Row, percentile, summary_ms
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,4 +89,4 @@ class ReportOnlyTests:
                        cwd=ROOT, check=True, capture_output=True, timeout=60)
         text = page.read_text()
         assert "| | p50 | 9 ms | 1 ms (echo) | 9 | p50 <= 5 ms | **no** |" in text
-        assert "**5. Push**: database work per socket" in text
+        assert f"**5. Push**: {fig_push.BOTTLENECK}" in text
