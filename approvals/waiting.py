@@ -60,19 +60,64 @@ async def wait_for_decision(request_id: uuid.UUID | str, timeout: float) -> Deci
 async def _wait(layer: Any, channel: str | None, request_id: uuid.UUID | str, timeout: float) -> Decision | None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while True:
-        decision = await _current_decision(request_id)
-        remaining = deadline - loop.time()
-        if decision is not None or remaining <= 0:
-            return decision
-        step = min(remaining, RECHECK_SECONDS)
-        try:
+    # One receive at a time, never cancelled while we wait: `wait_for` would cancel it
+    # each recheck and then wait for the cancel to finish, and a channel-layer receive
+    # that does not give up promptly (seen with channels-redis when the doorbell never
+    # rings: the decider died between its commit and its announcement) held the agent's
+    # answer forever although the database had it.
+    doorbell: asyncio.Future[Any] | None = None
+    try:
+        while True:
+            decision = await _current_decision(request_id)
+            remaining = deadline - loop.time()
+            if decision is not None or remaining <= 0:
+                return decision
+            step = min(remaining, RECHECK_SECONDS)
             if channel is None:
                 await asyncio.sleep(step)  # no doorbell: poll the database at a bounded rate
-            else:
-                await asyncio.wait_for(layer.receive(channel), step)
-        except TimeoutError:
-            continue
-        except Exception:
-            log.warning("channel layer receive failed; polling %s", request_id, exc_info=True)
-            channel = None
+                continue
+            if doorbell is None:
+                doorbell = asyncio.ensure_future(layer.receive(channel))
+            done, _ = await asyncio.wait({doorbell}, timeout=step)
+            if doorbell in done:
+                failure = doorbell.exception()
+                doorbell = None
+                if failure is not None:
+                    log.warning("channel layer receive failed; polling %s", request_id, exc_info=failure)
+                    channel = None
+    finally:
+        if doorbell is not None:
+            _abandon(layer, channel, doorbell)
+
+
+# Tasks started here and not awaited by anyone: asyncio keeps only weak references.
+_abandoned: set[asyncio.Future[Any]] = set()
+ABANDON_GRACE_SECONDS = 1.0
+
+
+def _abandon(layer: Any, channel: str | None, doorbell: asyncio.Future[Any]) -> None:
+    """Stop a receive we no longer need, without waiting for it to stop.
+
+    Should the receive ignore the cancel, a message on its own channel ends it after a
+    grace period, so no abandoned receive outlives its request for long.
+    """
+    doorbell.cancel()
+    if channel is None:
+        return
+    _abandoned.add(doorbell)
+    doorbell.add_done_callback(_abandoned.discard)
+
+    async def ring() -> None:
+        try:
+            await layer.send(channel, {"type": "request.abandoned"})
+        except Exception:  # the channel expires by itself
+            log.debug("could not wake the abandoned receive on %s", channel, exc_info=True)
+
+    def check() -> None:
+        if not doorbell.done():
+            log.warning("a channel-layer receive ignored its cancel; waking it on %s", channel)
+            wake = asyncio.ensure_future(ring())
+            _abandoned.add(wake)
+            wake.add_done_callback(_abandoned.discard)
+
+    asyncio.get_running_loop().call_later(ABANDON_GRACE_SECONDS, check)
