@@ -21,9 +21,10 @@ TITLE3 = "Server choice: Uvicorn vs Daphne"
 BOTTLENECK = (
     "the database round trips: an auto-decided submit is 11 SQL statements (it was 16-17: "
     "rules are now cached per team behind a version row, denial state is written only on change, "
-    "no savepoints) against 1 for the no-op, each request on a fresh PostgreSQL connection; "
-    "DB_POOL=1 removes the connect but stays opt-in (HTTP request threads can finish with their "
-    "pooled connection still checked out under mixed load, and the pool runs dry); the engine is ~0.1 ms"
+    "no savepoints) against 1 for the no-op, and in runs before the pool became the default each "
+    "request opened a fresh PostgreSQL connection (DB_POOL, on by default with PostgreSQL since "
+    "requests give their connection back through ReleaseConnectionsMiddleware, removes it); "
+    "the engine is ~0.1 ms"
 )
 BOTTLENECK3 = (
     "neither server is the bottleneck: both spend their time in the same Django/database work, "

@@ -97,6 +97,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # Starts this process's deadline sweeper on the first request (relay/sweeper.py).
+    # Returns database connections (and pooled ones to the pool) as each request ends.
+    "approvals.middleware.ReleaseConnectionsMiddleware",
     "relay.middleware.SweeperStartMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Daphne serves no static files itself; WhiteNoise does, in development and production.
@@ -147,20 +149,24 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
-elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_POOL", False):
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_POOL", True):
     # Under ASGI every request and every Channels database call runs on a worker thread,
-    # and with CONN_MAX_AGE=0 each one opens a new PostgreSQL connection: connecting was a
-    # quarter of the server's busy time on a push (docs/PERFORMANCE.md). A pool halves the
-    # latency of a request. A request holds at most one connection (pre-decision providers
-    # read the database on the request's own thread), but the pool stays opt-in: under the
-    # reliability suite's mixed load (tests/reliability/test_exactly_one_decision.py)
-    # HTTP request threads finish with their connection still checked out, the pool runs
-    # dry and calls fail closed after DB_POOL_TIMEOUT (docs/PERFORMANCE.md).
+    # and with CONN_MAX_AGE=0 each one opened a new PostgreSQL connection (a backend fork
+    # per request: a quarter of the server's busy time on a push, docs/PERFORMANCE.md).
+    # The pool keeps them. Requests give theirs back through ReleaseConnectionsMiddleware
+    # (Django's own request_finished cannot see it under ASGI) and Channels calls through
+    # database_sync_to_async. Each checkout is checked first, so connections a database
+    # restart or a network cut killed are replaced instead of failing the next calls.
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django refuses persistent connections with a pool
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # with a pool: psycopg-pool's check on checkout
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env_int("DB_POOL_MIN", 2),
         "max_size": env_int("DB_POOL_MAX", 20),
-        "timeout": env_int("DB_POOL_TIMEOUT", 10),
+        "timeout": env_int("DB_POOL_TIMEOUT", 5),
+        # psycopg-pool retries a failed connect with a doubling delay until this many
+        # seconds have passed, then starts afresh on the next demand: short, so that after
+        # an outage the pool reconnects within seconds rather than minutes.
+        "reconnect_timeout": env_int("DB_POOL_RECONNECT_TIMEOUT", 10),
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

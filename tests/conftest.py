@@ -25,6 +25,9 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
         db.setdefault("TEST", {})["NAME"] = str(settings.VAR_DIR / f"test{suffix}.sqlite3")
     else:
         db.setdefault("TEST", {})["NAME"] = f"test_gatehouse{suffix}"
+        # The test process is no server: a pool would only keep connections to the test
+        # database open when it is dropped. The servers the tests start keep their pool.
+        db.get("OPTIONS", {}).pop("pool", None)
 
 
 @dataclass
