@@ -21,7 +21,7 @@ from bench.stats import Figure, Row, ratio, summary_ms
 
 TITLE = "Claim race: 5 racers per request"
 BOTTLENECK = (
-    "the winner's database path, not the claim: a fresh PostgreSQL connection, then fence "
+    "the winner's database path, not the claim: fence "
     "UPDATE, advisory chain lock, chain head, audit INSERT and commit (7 statements; the floor "
     "is SET NX + one commit on an open connection); losers poll the claim store from 1 ms until "
     "the holder lets go and read the row once. On a loaded machine each extra round trip costs "

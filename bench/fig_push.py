@@ -19,7 +19,7 @@ BOTTLENECK = (
     "the services, not the fan-out: a card is rendered once per event and process and the 20 "
     "dashboards hear within ~3 ms of each other; what remains is the submit's or decision's own "
     "database work before its on-commit announce (decision -> agent now equals the decision "
-    "POST's response time), a fresh PostgreSQL connection per worker-thread call, and "
+    "POST's response time), a worker-thread hop per database call, and "
     "channels-redis delivery (5-50 ms send to receive under load; its pub/sub layer measured 2-14 ms)"
 )
 PENDING = 100

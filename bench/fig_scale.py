@@ -16,10 +16,10 @@ from bench.stats import Figure, Row, ratio, summary_ms
 
 TITLE = "Scale: 1,000 agent sockets; two processes"
 BOTTLENECK = (
-    "sockets: an idle socket costs ~38 KiB and no database work, but p99 of n=25 samples is "
-    "their maximum and swings with the machine's load (1.3-1.7x in quieter runs, ~5x in a run "
-    "beside other test loops). Two processes: 2 cores shared by the load generator, PostgreSQL, "
-    "Redis and both servers, and every decision serialises on the audit chain's advisory lock"
+    "sockets: an idle socket costs ~38 KiB and no database work, but decision -> agent p99 at "
+    "1,001 sockets is the maximum of n=25 samples and swings from run to run (1.3-1.7x and ~5x in "
+    "earlier runs, 7.5x in the latest, while submit -> dashboards stayed at 1.05x); not yet "
+    "profiled. Two processes now meet their goal"
 )
 CONNECT_BATCH = 50
 CONCURRENCY = 32
