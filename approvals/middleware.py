@@ -28,17 +28,16 @@ class ContentSecurityPolicyMiddleware:
         return response
 
 
-
 class ReleaseConnectionsMiddleware:
     """Give the request's database connections back as the request leaves the thread.
 
     Django closes them on `request_finished`, but under ASGI that signal is sent from
-    another context than the request task that opened them, so it finds none: without a
-    pool the connection lingers until garbage collection; with `DB_POOL=1` it stays
-    checked out and 20 requests drained the pool (test_exactly_one_decision on
-    PostgreSQL). Outermost, so it runs after every other middleware has used the
-    database. A connection inside an atomic block (the test client's transaction) is
-    left alone.
+    another context than the request task that opened them, so it finds none. Without a
+    pool the connection lingered until garbage collection; with the pool (the default on
+    PostgreSQL) it stayed checked out, and 20 requests drained it
+    (`test_exactly_one_decision`). Outermost, so it runs after every other middleware
+    has used the database. A connection inside an atomic block (the test client's
+    transaction) is left alone.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:

@@ -96,9 +96,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Starts this process's deadline sweeper on the first request (relay/sweeper.py).
     # Returns database connections (and pooled ones to the pool) as each request ends.
     "approvals.middleware.ReleaseConnectionsMiddleware",
+    # Starts this process's deadline sweeper on the first request (relay/sweeper.py).
     "relay.middleware.SweeperStartMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Daphne serves no static files itself; WhiteNoise does, in development and production.
