@@ -86,7 +86,7 @@ async def _wait(layer: Any, channel: str | None, request_id: uuid.UUID | str, ti
                     log.warning("channel layer receive failed; polling %s", request_id, exc_info=failure)
                     channel = None
     finally:
-        if doorbell is not None:
+        if doorbell is not None and channel is not None:
             _abandon(layer, channel, doorbell)
 
 
@@ -95,15 +95,13 @@ _abandoned: set[asyncio.Future[Any]] = set()
 ABANDON_GRACE_SECONDS = 1.0
 
 
-def _abandon(layer: Any, channel: str | None, doorbell: asyncio.Future[Any]) -> None:
+def _abandon(layer: Any, channel: str, doorbell: asyncio.Future[Any]) -> None:
     """Stop a receive we no longer need, without waiting for it to stop.
 
     Should the receive ignore the cancel, a message on its own channel ends it after a
     grace period, so no abandoned receive outlives its request for long.
     """
     doorbell.cancel()
-    if channel is None:
-        return
     _abandoned.add(doorbell)
     doorbell.add_done_callback(_abandoned.discard)
 
