@@ -30,6 +30,62 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
         db.get("OPTIONS", {}).pop("pool", None)
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """pytest-django's test database, dropped at the end even if a thread left a session open.
+
+    Django closes only the main thread's connection before `DROP DATABASE`; a worker
+    thread's last connection (a racer, a `sync_to_async` call) kept the drop from
+    happening, and each PostgreSQL run left its `test_gatehouse_<pid>` behind.
+    """
+    yield
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        connection.close()
+
+
+# SQLSTATEs of a lock cycle PostgreSQL broke, and of a lock wait past lock_timeout.
+_LOCK_CONFLICTS = frozenset({"40P01", "55P03"})
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _flush_outlasts_lock_conflicts() -> Iterator[None]:
+    """Retry the TRUNCATE that empties the database after each transactional test.
+
+    It takes its tables' locks one by one; a live server on the same database (its 1 s
+    sweeper, a racer) may be running a join that takes them in another order, and
+    PostgreSQL then fails one of the two. When that was the TRUNCATE, the test errored in
+    teardown and the next one started on its rows. The server retries on its next sweep;
+    the flush retries here. Only tests truncate, so only tests need this.
+    """
+    from collections.abc import Iterable
+
+    from django.db import OperationalError
+    from django.db.backends.base.operations import BaseDatabaseOperations
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    original = DatabaseOperations.execute_sql_flush
+
+    def execute_sql_flush(self: BaseDatabaseOperations, sql_list: Iterable[str]) -> None:
+        sql_list = list(sql_list)
+        for attempt in range(1, 6):
+            try:
+                return original(self, sql_list)
+            except OperationalError as exc:
+                if attempt == 5 or getattr(exc.__cause__, "sqlstate", None) not in _LOCK_CONFLICTS:
+                    raise
+
+    DatabaseOperations.execute_sql_flush = execute_sql_flush  # type: ignore[method-assign]
+    yield
+    DatabaseOperations.execute_sql_flush = original  # type: ignore[method-assign]
+
+
 @dataclass
 class AgentPersona:
     agent: Any
