@@ -92,12 +92,18 @@ def announce_created(request: PermissionRequest) -> None:
     transaction.on_commit(fire)
 
 
-def announce_finished(request: PermissionRequest, decision: Decision) -> None:
-    """Call inside the transaction that wrote the decision's audit row."""
+def announce_finished(request: PermissionRequest, decision: Decision, *, at_submit: bool = False) -> None:
+    """Call inside the transaction that wrote the decision's audit row.
+
+    - `at_submit`: decided in the transaction that created it. Then only the teams'
+      dashboards are rung: the submitter has the answer in hand, and nobody else can be
+      waiting on the agent or the request before learning its id from that answer.
+    """
+    groups = [team_group(request.team_id), ALL_TEAMS_GROUP] if at_submit else request_groups(request)
 
     def fire() -> None:
         send(
-            request_groups(request),
+            groups,
             {
                 "type": finished_event_type(request),
                 "request_id": str(request.pk),

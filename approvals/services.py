@@ -495,7 +495,7 @@ def _store_submission(
             surface="engine",
             latency_ms=engine_ms,
         )
-        events.announce_finished(request, decision)
+        events.announce_finished(request, decision, at_submit=True)
     return SubmitResult(request, decision, created=True)
 
 
