@@ -71,11 +71,11 @@ def analyse(
       the same cwd and home); without it each call resolves afresh.
     """
     parsed = parse(command)
-    if parsed.analysis is not None:
-        return parsed.analysis  # names no path on disk: the string alone decides
+    if not parsed.names_paths:
+        return parsed.analysis  # the string alone decides
     home = home if home is not None else os.path.expanduser("~")
     resolver = resolver if resolver is not None else PathResolver(cwd, home)
-    blockers = list(parsed.blockers)
+    blockers = list(parsed.analysis.blockers)
     outside = _redirects_outside(
         parsed.redirect_targets, resolver, working_directories(cwd, additional_directories, home)
     )
@@ -93,33 +93,26 @@ class ParsedCommand:
     """What the command string alone determines; cached, so immutable and shared.
 
     Paths on disk are not part of it: symlinks change between calls, so redirect
-    targets and path-like words are resolved again for every decision.
+    targets and path-like words are resolved again for every decision. ``analysis`` is
+    what the string alone says; for a line that names no path it is the whole answer.
     """
 
-    command: str
-    commands: tuple[SimpleCommand, ...]
-    blockers: tuple[str, ...]
-    parse_error: bool
-    substitution: bool
-    eval_like: bool
+    analysis: ShellAnalysis
     redirect_targets: tuple[tuple[str, bool], ...]
     path_words: tuple[str, ...]
-    destructive_warning: str | None
     suggestions: tuple[str, ...]
-    analysis: ShellAnalysis | None = None
+
+    @property
+    def names_paths(self) -> bool:
+        return bool(self.redirect_targets or self.path_words)
 
     def finish(self, blockers: tuple[str, ...], outside: tuple[str, ...]) -> ShellAnalysis:
         # Never offer "always allow" for something unsafe or destructive.
-        blocked = bool(blockers) or self.destructive_warning is not None
-        return ShellAnalysis(
-            command=self.command,
-            commands=self.commands,
+        blocked = bool(blockers) or self.analysis.destructive_warning is not None
+        return replace(
+            self.analysis,
             blockers=blockers,
-            parse_error=self.parse_error,
-            substitution=self.substitution,
-            eval_like=self.eval_like,
             redirects_outside=outside,
-            destructive_warning=self.destructive_warning,
             suggested_rules=() if blocked else self.suggestions,
         )
 
@@ -152,23 +145,26 @@ def _parse(command: str) -> ParsedCommand:
     else:
         walk_source(command, walk)
     commands = tuple(walk.commands)
-    parsed = ParsedCommand(
+    from_the_string = ShellAnalysis(
         command=command,
         commands=commands,
         blockers=tuple(walk.blockers),
         parse_error=walk.parse_error,
         substitution=walk.substitution,
         eval_like=walk.eval_like,
-        redirect_targets=tuple(walk.redirect_targets),
-        path_words=tuple(
-            word for c in commands for word in c.words[1:] if looks_like_path(word)
-        ),
+        redirects_outside=(),
         destructive_warning=destructive_warning(command, commands),
+        suggested_rules=(),
+    )
+    parsed = ParsedCommand(
+        analysis=from_the_string,
+        redirect_targets=tuple(walk.redirect_targets),
+        path_words=tuple(word for c in commands for word in c.words[1:] if looks_like_path(word)),
         suggestions=tuple(suggested_rules(commands)),
     )
-    if parsed.redirect_targets or parsed.path_words:
+    if parsed.names_paths:
         return parsed
-    return replace(parsed, analysis=parsed.finish(parsed.blockers, ()))
+    return replace(parsed, analysis=parsed.finish(from_the_string.blockers, ()))
 
 
 def _block(blockers: list[str], reason: str) -> None:

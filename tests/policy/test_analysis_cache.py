@@ -27,22 +27,22 @@ class ParseCacheTests:
         self, first: str, second: str
     ) -> None:
         parse(first)  # cached first, so a leak would show in the second
-        assert parse(second).command == second
+        assert parse(second).analysis.command == second
         assert parse(second) is not parse(first)
         assert analyse(second, cwd=CWD).command == second
 
     def test_it_does_not_keep_very_long_commands(self) -> None:
         long = "echo " + "a" * CACHED_COMMAND_CHARS
         assert parse(long) is not parse(long)
-        assert parse(long).commands == parse(long).commands
+        assert parse(long).analysis.commands == parse(long).analysis.commands
 
     def test_it_shares_only_immutable_values(self) -> None:
         parsed = parse("npm run test -- --watch && ls > out.txt")
         with pytest.raises(dataclasses.FrozenInstanceError):
-            parsed.commands[0].words = ("rm",)  # type: ignore[misc]
-        for value in (parsed.commands, parsed.blockers, parsed.redirect_targets,
-                      parsed.path_words, parsed.suggestions, parsed.commands[0].words,
-                      parsed.commands[0].deny_forms, parsed.commands[0].allow_forms):
+            parsed.analysis.commands[0].words = ("rm",)  # type: ignore[misc]
+        first = parsed.analysis.commands[0]
+        for value in (parsed.analysis.commands, parsed.analysis.blockers, parsed.redirect_targets,
+                      parsed.path_words, parsed.suggestions, first.words, first.deny_forms, first.allow_forms):
             assert isinstance(value, tuple)
 
     def test_it_is_not_changed_by_a_caller_editing_its_decision(self) -> None:

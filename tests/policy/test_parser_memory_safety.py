@@ -170,7 +170,7 @@ out = []
 worker = threading.Thread(target=lambda: out.append(parse(line)))
 worker.start()
 worker.join()
-print(len(out[0].commands))
+print(len(out[0].analysis.commands))
 """
 
 
@@ -184,5 +184,5 @@ class DeepNestingTests:
 
     def test_it_still_feeds_heredocs_of_nested_statements_to_their_commands(self) -> None:
         parsed = parse("(cat <<A\nx\nA\n) | (bash <<B\nrm -rf ~\nB\n)")
-        assert [c.words for c in parsed.commands] == [("cat",), ("bash",), ("rm", "-rf", "~")]
-        assert "bash reads commands from its input" in parsed.blockers
+        assert [c.words for c in parsed.analysis.commands] == [("cat",), ("bash",), ("rm", "-rf", "~")]
+        assert "bash reads commands from its input" in parsed.analysis.blockers
