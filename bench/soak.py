@@ -47,14 +47,19 @@ class Window:
     calls: int = 0
     errors: int = 0
     latencies: list[float] = field(default_factory=list)
+    # The auto-decided calls' share of `latencies`: asks also wait for the approver loops.
+    auto_latencies: list[float] = field(default_factory=list)
     rss_kib: int = 0
 
     def summary(self) -> dict[str, Any]:
-        lat = sorted(self.latencies)
+        lat, auto = sorted(self.latencies), sorted(self.auto_latencies)
         return {"t": round(self.start), "calls": self.calls, "errors": self.errors,
-                "p50_ms": round(percentile(lat, 50) * 1000, 1) if lat else None,
-                "p99_ms": round(percentile(lat, 99) * 1000, 1) if lat else None,
+                "p50_ms": _ms(lat, 50), "p99_ms": _ms(lat, 99), "auto_p99_ms": _ms(auto, 99),
                 "rss_mib": round(self.rss_kib / 1024, 1)}
+
+
+def _ms(sorted_values: list[float], p: float) -> float | None:
+    return round(percentile(sorted_values, p) * 1000, 1) if sorted_values else None
 
 
 @dataclass
@@ -82,7 +87,7 @@ class SoakAgent:
 
     def __init__(self, ws: ClientConnection, soak: Soak, asks: asyncio.Queue[str]) -> None:
         self.ws, self.soak, self.asks = ws, soak, asks
-        self.waiting: dict[str, tuple[float, asyncio.Future[None]]] = {}
+        self.waiting: dict[str, tuple[float, bool, asyncio.Future[None]]] = {}
         self.reader = asyncio.ensure_future(self.read())
 
     async def read(self) -> None:
@@ -93,20 +98,23 @@ class SoakAgent:
                 if frame.get("type") == "pending":
                     await self.asks.put(frame["id"])
                 elif frame.get("type") in ("decision", "error") and ref in self.waiting:
-                    sent, future = self.waiting.pop(ref)
+                    sent, auto, future = self.waiting.pop(ref)
                     if frame["type"] == "error":
                         self.soak.error(f"error frame: {frame}")
                     else:
-                        self.soak.window().latencies.append(time.perf_counter() - sent)
+                        window, latency = self.soak.window(), time.perf_counter() - sent
+                        window.latencies.append(latency)
+                        if auto:
+                            window.auto_latencies.append(latency)
                     if not future.done():
                         future.set_result(None)
         except Exception as exc:
             self.soak.error(f"agent socket closed: {exc!r}")
 
-    async def call(self, command: str) -> None:
+    async def call(self, command: str, *, auto: bool) -> None:
         ref = uuid.uuid4().hex
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.waiting[ref] = (time.perf_counter(), future)
+        self.waiting[ref] = (time.perf_counter(), auto, future)
         self.soak.window().calls += 1
         body = {"tool_name": "Bash", "tool_input": {"command": command}, "session_id": "soak",
                 "cwd": "/tmp/soak", "tool_use_id": f"toolu_{ref}"}
@@ -126,8 +134,9 @@ async def agent_loop(agent: SoakAgent, rate: float, ask_every: int, until: float
     while next_at < until:
         await asyncio.sleep(max(0.0, next_at - time.monotonic()))
         n += 1
-        command = f"rm -rf build-{uuid.uuid4().hex[:6]}" if ask_every and n % ask_every == 0 else "git status"
-        task = asyncio.ensure_future(agent.call(command))
+        ask = bool(ask_every) and n % ask_every == 0
+        command = f"rm -rf build-{uuid.uuid4().hex[:6]}" if ask else "git status"
+        task = asyncio.ensure_future(agent.call(command, auto=not ask))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
         next_at += random.expovariate(rate)
@@ -216,14 +225,16 @@ def verdict(soak: Soak) -> dict[str, Any]:
     errors = sum(w.errors for w in soak.windows)
     growth_kib = (max(rss[-per_minute:]) - max(rss[:per_minute])) if rss else 0
     first_p99, last_p99 = p99(first), p99(last)
+    auto = sorted(v for w in windows for v in w.auto_latencies)
     result = {
         "calls": sum(w.calls for w in soak.windows),
         "errors": errors,
         "asks_decided": soak.asks_decided,
         "dashboard_frames": soak.dashboard_frames,
-        "p50_ms": round(percentile(sorted(v for w in windows for v in w.latencies), 50) * 1000, 1)
-        if windows else None,
+        "p50_ms": _ms(sorted(v for w in windows for v in w.latencies), 50),
         "p99_ms": round(p99(windows), 1),
+        "auto_p50_ms": _ms(auto, 50),
+        "auto_p99_ms": _ms(auto, 99),
         "p99_first_minute_ms": round(first_p99, 1),
         "p99_last_minute_ms": round(last_p99, 1),
         "rss_first_mib": round(max(rss[:per_minute]) / 1024, 1) if rss else None,
