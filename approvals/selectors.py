@@ -102,6 +102,14 @@ def decision_for(request: PermissionRequest) -> Decision | None:
     return Decision.objects.filter(request_id=request.pk).first()
 
 
+def joined_decision(request: PermissionRequest) -> Decision | None:
+    """The decision read with the request (`select_related("decision")`); None while pending."""
+    try:
+        return request.decision
+    except Decision.DoesNotExist:
+        return None
+
+
 def requests_visible_to(user: User | AnonymousUser) -> QuerySet[PermissionRequest]:
     teams = team_ids_for(user)
     queryset = PermissionRequest.objects.select_related("agent", "team", "decision")

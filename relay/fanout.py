@@ -71,13 +71,13 @@ class PushedCard:
 
 def load_card(request_id: uuid.UUID) -> PushedCard | None:
     """Read and render one card for every socket (ORM work: call from a worker thread)."""
-    request = relay_selectors.request_with_agent(request_id)
+    request = relay_selectors.request_for_card(request_id)
     if request is None:
         return None
     roles = relay_selectors.team_roles(request.team_id)
     if request.state != RequestState.PENDING:
         # Nobody can decide any more: one card for everyone.
-        html = render_card_as(request, can_decide=False, decision=selectors.decision_for(request))
+        html = render_card_as(request, can_decide=False, decision=selectors.joined_decision(request))
         return PushedCard(str(request.pk), request.team_id, roles, html, html)
     # Superusers (not members) see the approver's card, so it is always rendered; the
     # viewer's only when the team has a viewer.

@@ -32,11 +32,12 @@ def agent_request(agent_id: int, request_id: uuid.UUID) -> PermissionRequest | N
     return PermissionRequest.objects.select_related("agent", "team").filter(pk=request_id, agent_id=agent_id).first()
 
 
-def request_with_agent(request_id: Any) -> PermissionRequest | None:
+def request_for_card(request_id: Any) -> PermissionRequest | None:
+    """The request with its agent, team and (once decided) decision, in one query."""
     request_uuid = request_id if isinstance(request_id, uuid.UUID) else parse_request_id(request_id)
     if request_uuid is None:
         return None
-    return PermissionRequest.objects.select_related("agent", "team").filter(pk=request_uuid).first()
+    return PermissionRequest.objects.select_related("agent", "team", "decision").filter(pk=request_uuid).first()
 
 
 def team_roles(team_id: int) -> dict[int, str]:

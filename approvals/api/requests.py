@@ -186,16 +186,9 @@ class PermissionRequestListApi(ApiView):
         })
         paginator = self.Pagination()
         page = paginator.paginate_queryset(rows, request, view=self) or []
-        data = [RequestOutputSerializer(selectors.request_payload(row, _decision(row))).data for row in page]
+        payloads = [selectors.request_payload(row, selectors.joined_decision(row)) for row in page]
+        data = [RequestOutputSerializer(payload).data for payload in payloads]
         return paginator.get_paginated_response(data)
-
-
-def _decision(request: PermissionRequest) -> Decision | None:
-    # The list prefetches the one-to-one; a pending request simply has none.
-    try:
-        return request.decision
-    except Decision.DoesNotExist:
-        return None
 
 
 class PermissionRequestCollectionApi(PermissionRequestListApi, PermissionRequestSubmitApi):
