@@ -236,18 +236,32 @@ def refuse(press: Press, why: str) -> PressOutcome:
     return PressOutcome(False, True, "You are not allowed to decide this request, so nothing happened.")
 
 
-def apply_press(press: Press, approvers: list[str]) -> PressOutcome:
-    """Send one verified press through the race's single door and say how it went."""
+def check_press(press: Press, approvers: list[str]) -> tuple[PressOutcome | None, PermissionRequest | None, Any]:
+    """Whether a verified press may go on: (the outcome that ends it here, or None; the request;
+    the linked user).
+
+    Deny asks for a reason before it decides; this is the check it makes before asking.
+    """
     request = approval_selectors.request_get(press.request_id)
     if request is None:
-        return PressOutcome(False, False, "This request no longer exists.")
+        return PressOutcome(False, False, "This request no longer exists."), None, None
     allowed, user = authorize(press, approvers, request)
     if not allowed:
-        return refuse(press, "not an approver of this team" if user is not None else "not in the approvers list")
-    decided_by = user.get_username() if user is not None else f"{press.display or press.external_id} ({press.surface})"
+        why = "not an approver of this team" if user is not None else "not in the approvers list"
+        return refuse(press, why), request, user
     if request.state != RequestState.PENDING:
         APPLIED_PRESSES.labels(press.surface, "late").inc()
-        return PressOutcome(False, False, already_decided_text(approval_selectors.decision_for(request)), request)
+        decided = already_decided_text(approval_selectors.decision_for(request))
+        return PressOutcome(False, False, decided, request), request, user
+    return None, request, user
+
+
+def apply_press(press: Press, approvers: list[str]) -> PressOutcome:
+    """Send one verified press through the race's single door and say how it went."""
+    stop, request, user = check_press(press, approvers)
+    if stop is not None:
+        return stop
+    decided_by = user.get_username() if user is not None else f"{press.display or press.external_id} ({press.surface})"
     try:
         result = _answer(press, user, decided_by)
     except AuditUnavailable:

@@ -29,10 +29,12 @@ from relay.bridges.base import (
     ChatBridge,
     Job,
     Press,
+    PressOutcome,
     RetryLater,
     SendQueue,
     Transient,
     apply_press,
+    check_press,
     destructive_warning,
     excerpt_for,
     outcome_text,
@@ -47,6 +49,8 @@ log = logging.getLogger(__name__)
 
 SURFACE = "slack"
 ACTION_PREFIX = "gatehouse_"
+DENY_VIEW = "gatehouse_deny"  # callback_id of the modal that asks for a deny reason
+REASON_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,29 @@ def _button(request: PermissionRequest, action: str, style: str | None) -> dict[
     return button
 
 
+def deny_modal(request_id: str, channel: str) -> dict[str, Any]:
+    """The modal a Deny press opens: an optional reason the agent will see.
+
+    `private_metadata` carries the Deny button's signed value, so the submission names the
+    request only as the signed button did, and the channel to answer in.
+    """
+    metadata = json.dumps({"value": sign_action(SURFACE, "d", request_id), "channel": channel})
+    return {
+        "type": "modal",
+        "callback_id": DENY_VIEW,
+        "private_metadata": metadata,
+        "title": {"type": "plain_text", "text": "Deny this request"},
+        "submit": {"type": "plain_text", "text": "Deny"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [{
+            "type": "input", "block_id": "reason", "optional": True,
+            "label": {"type": "plain_text", "text": "Reason the agent will see"},
+            "element": {"type": "plain_text_input", "action_id": "reason", "multiline": True,
+                        "max_length": REASON_CHARS},
+        }],
+    }
+
+
 def summary(request: PermissionRequest) -> str:
     """The notification text (and the fallback for clients without blocks)."""
     return f"Gatehouse: {request.agent.name} asks to run {request.tool_name}"
@@ -174,29 +201,53 @@ class SlackBridge(ChatBridge):
             return False
 
     def apply_interaction(self, payload: dict[str, Any], body: bytes) -> bool:
-        """Apply a verified `block_actions` payload once; False for a retry or duplicate.
+        """Apply a verified `block_actions` or deny-reason `view_submission` once.
 
+        - False for a retry or duplicate.
         - Raises `ValueError` with an actionable message when the payload is not ours.
         """
-        press, channel = parse_press(payload)
-        # Slack retries (X-Slack-Retry-Num) resend the same payload: its trigger_id (or,
-        # failing that, the body's digest) identifies it.
-        key = str(payload.get("trigger_id") or hashlib.sha256(body).hexdigest())
+        press, channel = parse_interaction(payload)
+        # Slack retries (X-Slack-Retry-Num) resend the same payload: its trigger_id (a
+        # submitted modal: its view id; failing both, the body's digest) identifies it.
+        view_id = (payload.get("view") or {}).get("id") if payload.get("type") == "view_submission" else None
+        key = f"view:{view_id}" if view_id else str(payload.get("trigger_id") or hashlib.sha256(body).hexdigest())
         with transaction.atomic():
             if not services.processed_update_claim(surface=SURFACE, update_id=key):
                 return False
-            outcome = refuse(press, "forged or foreign button value") if not press.request_id else (
-                apply_press(press, self.approvers)
-            )
-        if not outcome.applied and channel:
+            outcome = self._apply(press, payload, channel)
+        if outcome.text and not outcome.applied and channel:
             self.queue.put(self._ephemeral(channel, press.external_id, outcome.text))
         return True
 
+    def _apply(self, press: Press, payload: dict[str, Any], channel: str) -> PressOutcome:
+        if not press.request_id:
+            return refuse(press, "forged or foreign button value")
+        if press.action != "d" or payload["type"] != "block_actions":
+            return apply_press(press, self.approvers)
+        # Deny first asks for an optional reason, in a modal; its submission decides.
+        stop, _request, _user = check_press(press, self.approvers)
+        if stop is not None:
+            return stop
+        # Slack honours a trigger_id for 3 s: ahead of every queued post, outside their limits.
+        open_modal = partial(self._call, "views.open", trigger_id=str(payload.get("trigger_id", "")),
+                             view=deny_modal(press.request_id, channel))
+        transaction.on_commit(lambda: self.queue.put(Job("", open_modal, f"deny modal {press.request_id}"),
+                                                     front=True))
+        return PressOutcome(False, False, "")
+
+
+def parse_interaction(payload: dict[str, Any]) -> tuple[Press, str]:
+    """A `Press` (request_id empty when the value's signature is wrong) and the channel."""
+    kind = payload.get("type")
+    if kind == "block_actions":
+        return parse_press(payload)
+    if kind == "view_submission":
+        return parse_deny_reason(payload)
+    raise ValueError(f"unsupported interaction type {kind!r}; only block_actions and view_submission")
+
 
 def parse_press(payload: dict[str, Any]) -> tuple[Press, str]:
-    """A `Press` (request_id empty when the value's signature is wrong) and the channel."""
-    if payload.get("type") != "block_actions":
-        raise ValueError(f"unsupported interaction type {payload.get('type')!r}; only block_actions")
+    """A button press on a card, and the channel it was pressed in."""
     user = payload.get("user") or {}
     actions = payload.get("actions") or []
     if not isinstance(user, dict) or not user.get("id") or not isinstance(actions, list) or not actions:
@@ -211,6 +262,33 @@ def parse_press(payload: dict[str, Any]) -> tuple[Press, str]:
     if parsed is None:
         return Press(SURFACE, str(user["id"]), display, "", "?"), channel_id
     return Press(SURFACE, str(user["id"]), display, parsed[1], parsed[0]), channel_id
+
+
+def parse_deny_reason(payload: dict[str, Any]) -> tuple[Press, str]:
+    """The Deny press a submitted reason modal completes, with the reason as its message."""
+    user, view = payload.get("user") or {}, payload.get("view") or {}
+    if not isinstance(user, dict) or not user.get("id") or not isinstance(view, dict):
+        raise ValueError("view_submission payload needs user.id and view")
+    if view.get("callback_id") != DENY_VIEW:
+        raise ValueError(f"unknown view {view.get('callback_id')!r}")
+    metadata = json.loads(str(view.get("private_metadata") or "{}"))
+    if not isinstance(metadata, dict):
+        raise ValueError("the view's private_metadata must be a JSON object")
+    reason = _typed_reason(view.get("state"))
+    display = str(user.get("username") or user.get("name") or user["id"])
+    parsed = verify_action(SURFACE, str(metadata.get("value", "")))
+    channel = str(metadata.get("channel", ""))
+    if parsed is None or parsed[0] != "d":
+        return Press(SURFACE, str(user["id"]), display, "", "?"), channel
+    return Press(SURFACE, str(user["id"]), display, parsed[1], "d", reason), channel
+
+
+def _typed_reason(state: Any) -> str:
+    """What was typed into the modal's reason input: `state.values.reason.reason.value`."""
+    for key in ("values", "reason", "reason"):
+        state = state.get(key) if isinstance(state, dict) else None
+    value = state.get("value") if isinstance(state, dict) else None
+    return str(value or "").strip()[:REASON_CHARS]
 
 
 def load_payload(form_value: str) -> dict[str, Any]:

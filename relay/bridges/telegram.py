@@ -37,9 +37,8 @@ from relay.bridges.base import (
     RetryLater,
     SendQueue,
     Transient,
-    already_decided_text,
     apply_press,
-    authorize,
+    check_press,
     destructive_warning,
     excerpt_for,
     outcome_text,
@@ -294,14 +293,9 @@ class TelegramBridge(ChatBridge):
         if action != "d":
             return [self._toast(query.id, apply_press(press, self.approvers).text)]
         # Deny first asks for an optional reason, by reply.
-        request = approval_selectors.request_get(request_id)
-        if request is None:
-            return [self._toast(query.id, "This request no longer exists.")]
-        allowed, _user = authorize(press, self.approvers, request)
-        if not allowed:
-            return [self._toast(query.id, refuse(press, "not an approver").text)]
-        if request.state != RequestState.PENDING:
-            return [self._toast(query.id, already_decided_text(approval_selectors.decision_for(request)))]
+        stop, _request, _user = check_press(press, self.approvers)
+        if stop is not None:
+            return [self._toast(query.id, stop.text)]
         chat_id = str(query.message.chat.id) if query.message is not None else self.config.chat_id
         return [
             self._toast(query.id, "Reply to my message with a reason (or '-') to deny."),

@@ -1,9 +1,11 @@
 """A fake Slack Web API on 127.0.0.1, and signed interaction requests as Slack sends them.
 
-`POST {url}/api/chat.postMessage|chat.update|chat.postEphemeral|auth.test` with a bearer
-token, JSON or form bodies, answering `{"ok": true, ...}`; a 429 carries `Retry-After`.
+`POST {url}/api/chat.postMessage|chat.update|chat.postEphemeral|views.open|auth.test` with a
+bearer token, JSON or form bodies, answering `{"ok": true, ...}`; a 429 carries `Retry-After`.
 `signed_interaction()` builds the `payload=<urlencoded JSON>` body and the
-`X-Slack-Signature` (v0 HMAC-SHA256) headers Slack's interactivity requests carry.
+`X-Slack-Signature` (v0 HMAC-SHA256) headers Slack's interactivity requests carry;
+`block_actions()` and `view_submission()` build the payloads of a button press and of a
+submitted modal.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class FakeSlack:
         self.cond = threading.Condition()
         self.messages: dict[tuple[str, str], Posted] = {}
         self.ephemerals: list[dict[str, Any]] = []
+        self.views: list[dict[str, Any]] = []  # views.open calls: trigger_id, view, and the id we gave it
         self.fail_next: dict[str, list[int]] = {}
         self._ts = 1_700_000_000.0
         self._server: ThreadingHTTPServer | None = None
@@ -89,6 +92,14 @@ class FakeSlack:
             return self._post(params)
         if method == "chat.update":
             return self._update(params)
+        if method == "views.open":
+            if not params.get("trigger_id") or not isinstance(params.get("view"), dict):
+                return 200, {"ok": False, "error": "invalid_arguments"}, {}
+            with self.cond:
+                opened = {**params, "id": f"V{len(self.views) + 1:08d}"}
+                self.views.append(opened)
+                self.cond.notify_all()
+            return 200, {"ok": True, "view": {**params["view"], "id": opened["id"]}}, {}
         if method == "chat.postEphemeral":
             with self.cond:
                 self.ephemerals.append(params)
@@ -203,6 +214,22 @@ def block_actions(
                 "action_ts": f"{time.time():.6f}",
             }
         ],
+    }
+
+
+def view_submission(opened: dict[str, Any], *, user_id: str, reason: str, username: str = "") -> dict[str, Any]:
+    """The `view_submission` payload Slack sends when a user submits a modal opened by views.open."""
+    view = opened["view"]
+    values = {block["block_id"]: {block["element"]["action_id"]: {"type": block["element"]["type"], "value": reason}}
+              for block in view.get("blocks", []) if block.get("type") == "input"}
+    return {
+        "type": "view_submission",
+        "team": {"id": "T1", "domain": "acme"},
+        "user": {"id": user_id, "username": username or user_id.lower(), "team_id": "T1"},
+        "api_app_id": "A1",
+        "token": "verification-token-unused",
+        "trigger_id": f"{int(time.time() * 1000)}.{user_id}.submit",
+        "view": {**view, "id": opened["id"], "hash": f"{opened['id']}.hash", "state": {"values": values}},
     }
 
 

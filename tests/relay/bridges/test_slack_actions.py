@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import httpx
 import pytest
 
-from tests.fakes.slack import block_actions, signed_interaction
+from tests.fakes.slack import block_actions, signed_interaction, view_submission
 from tests.live import live_server
 from tests.relay.bridges.conftest import ALICE_SLACK, SIGNING_SECRET, AgentCall, slack_env
 
@@ -67,12 +68,55 @@ class SlackActionTests:
             payload = block_actions(card, "Deny", user_id=ALICE_SLACK, trigger_id="trig-1")
             assert press(srv.url, payload).status_code == 200
             assert press(srv.url, payload, retry=1).status_code == 200
+            opened = fake_sl.wait_for(lambda: fake_sl.views)[0]
+            submitted = view_submission(opened, user_id=ALICE_SLACK, reason="")
+            assert press(srv.url, submitted).status_code == 200
+            assert press(srv.url, submitted, retry=1).status_code == 200
             assert agent.result().json()["decision"]["behavior"] == "deny"
             assert len(decisions()) == 1
+            assert len(fake_sl.views) == 1  # the retried press opened no second modal
             from relay.models import ProcessedUpdate
 
             assert ProcessedUpdate.objects.filter(surface="slack", update_id="trig-1").count() == 1
             assert fake_sl.ephemerals == []  # the retry did not even produce an "already decided"
+
+    def test_deny_asks_for_a_reason_in_a_modal_and_the_agent_hears_it(self, fake_sl, ci_bot):
+        with live_server(**slack_env(fake_sl)) as srv:
+            agent = AgentCall(srv.url, ci_bot.token, "kubectl delete namespace prod")
+            card = fake_sl.wait_for(lambda: next(iter(fake_sl.cards()), None))
+            pressed = block_actions(card, "Deny", user_id=ALICE_SLACK, username="alice", trigger_id="trig-deny")
+            assert press(srv.url, pressed).status_code == 200
+            opened = fake_sl.wait_for(lambda: fake_sl.views)[0]
+            assert opened["trigger_id"] == "trig-deny"
+            assert decisions() == []  # nothing is decided until the reason is submitted
+            reason = "use the staging cluster"
+            submitted = view_submission(opened, user_id=ALICE_SLACK, username="alice", reason=reason)
+            assert press(srv.url, submitted).status_code == 200
+            answer = agent.result().json()["decision"]
+            assert (answer["behavior"], answer["message"], answer["surface"]) == ("deny", reason, "slack")
+            fake_sl.wait_for(lambda: "Denied by alice (slack) via slack" in card.all_text)
+            assert card.buttons == []
+
+    def test_a_reason_modal_decides_only_for_an_approver_and_its_signed_request(self, fake_sl, ci_bot):
+        with live_server(**slack_env(fake_sl)) as srv:
+            AgentCall(srv.url, ci_bot.token, "make deploy", wait=5)
+            card = fake_sl.wait_for(lambda: next(iter(fake_sl.cards()), None))
+            # A non-approver's Deny opens no modal.
+            assert press(srv.url, block_actions(card, "Deny", user_id="U0MALLORY")).status_code == 200
+            assert "not allowed" in fake_sl.wait_for(lambda: fake_sl.ephemerals)[0]["text"]
+            assert press(srv.url, block_actions(card, "Deny", user_id=ALICE_SLACK)).status_code == 200
+            opened = fake_sl.wait_for(lambda: fake_sl.views)[0]
+            forged = view_submission(opened, user_id=ALICE_SLACK, reason="x")
+            metadata = json.loads(forged["view"]["private_metadata"])
+            forged["view"]["private_metadata"] = json.dumps({**metadata, "value": metadata["value"][:-4] + "AAAA"})
+            assert press(srv.url, forged).status_code == 200
+            stranger = view_submission({**opened, "id": "V-STRANGER"}, user_id="U0MALLORY", reason="x")
+            assert press(srv.url, stranger).status_code == 200
+            refusals = fake_sl.wait_for(lambda: fake_sl.ephemerals[1:] if len(fake_sl.ephemerals) >= 3 else None)
+            assert [e["user"] for e in refusals] == [ALICE_SLACK, "U0MALLORY"]
+            assert all("not allowed" in e["text"] for e in refusals)
+            assert len(fake_sl.views) == 1
+            assert decisions() == []
 
     def test_it_refuses_a_non_approver_with_an_ephemeral_message(self, fake_sl, ci_bot):
         with live_server(**slack_env(fake_sl)) as srv:
