@@ -109,7 +109,11 @@
     let msg;
     try { msg = JSON.parse(event.data); } catch (e) { return; }
     switch (msg.type) {
-      case "snapshot": snapshot(msg.requests || []); break;
+      case "snapshot":
+        snapshot(msg.requests || []);
+        // Live from here on: the list is the server's truth and every later push will arrive.
+        setLive("live", "live");
+        break;
       case "request.created":
       case "request.decided":
       case "request.cancelled":
@@ -136,7 +140,6 @@
     socket = new WebSocket(scheme + window.location.host + (queue.dataset.ws || "/ws/dashboard/"));
     socket.addEventListener("open", () => {
       backoff = 500;
-      setLive("live", "live");
       send({ type: "subscribe" });
       if (openId) send({ type: "open", id: openId });
     });
