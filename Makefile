@@ -32,6 +32,7 @@ run: migrate
 
 lint: $(VENV)/.dev-deps
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
 
 test: $(VENV)/.dev-deps

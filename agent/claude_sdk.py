@@ -74,8 +74,12 @@ def make_can_use_tool(
 
     async def can_use_tool(tool_name: str, tool_input: dict[str, Any], ctx: ToolPermissionContext) -> PermissionResult:
         request: dict[str, Any] = {
-            "tool_name": tool_name, "tool_input": tool_input, "session_id": session,
-            "cwd": cwd or os.getcwd(), "permission_mode": permission_mode, "context": context,
+            "tool_name": tool_name,
+            "tool_input": tool_input,
+            "session_id": session,
+            "cwd": cwd or os.getcwd(),
+            "permission_mode": permission_mode,
+            "context": context,
         }
         if ctx.tool_use_id:
             request["tool_use_id"] = ctx.tool_use_id

@@ -318,8 +318,11 @@ class GatehouseClient:
     async def _open_socket(self) -> ClientConnection:
         try:
             return await connect(
-                self.ws_url, additional_headers=self.headers, open_timeout=self.connect_timeout,
-                proxy=None, max_size=2**20,
+                self.ws_url,
+                additional_headers=self.headers,
+                open_timeout=self.connect_timeout,
+                proxy=None,
+                max_size=2**20,
             )
         except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
             raise GatehouseUnavailable(f"cannot open {self.ws_url}: {exc}", "unreachable") from exc
@@ -415,7 +418,8 @@ class GatehouseClient:
     def _http_client(self) -> httpx.AsyncClient:
         if self._http is None:
             self._http = httpx.AsyncClient(
-                base_url=self.url, headers=self.headers,
+                base_url=self.url,
+                headers=self.headers,
                 timeout=httpx.Timeout(self.long_poll_seconds + 15, connect=self.connect_timeout),
             )
         return self._http

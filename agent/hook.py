@@ -125,13 +125,16 @@ def _argparse(argv: list[str]) -> Options:
     parser.add_argument("--server", default=os.environ.get("GATEHOUSE_URL") or DEFAULT_SERVER)
     parser.add_argument(
         # A string default goes through type= too: a bad GATEHOUSE_HOOK_TIMEOUT is a usage error.
-        "--timeout", type=float, default=os.environ.get("GATEHOUSE_HOOK_TIMEOUT") or "300",
+        "--timeout",
+        type=float,
+        default=os.environ.get("GATEHOUSE_HOOK_TIMEOUT") or "300",
         help="seconds to wait for a decision; keep it shorter than the hook timeout in Claude Code",
     )
     parser.add_argument("--on-timeout", choices=BEHAVIORS["--on-timeout"], default="deny")
     parser.add_argument("--on-unreachable", choices=BEHAVIORS["--on-unreachable"], default="ask")
     parser.add_argument(
-        "--ask-locally", action="store_true",
+        "--ask-locally",
+        action="store_true",
         help="when Gatehouse says ask, let Claude Code prompt locally instead of waiting for a remote answer",
     )
     parser.add_argument("--poll", type=float, default=POLL_CHUNK, help=argparse.SUPPRESS)

@@ -66,8 +66,9 @@ class Call:
     permission: PermissionDecision | None = None
 
     def fail(self, stage: str, content: str, **extra: Any) -> StageError:
-        return StageError(ToolResult(self.tool_use_id, content, True, self.tool.name if self.tool else self.name,
-                                     stage, **extra))
+        return StageError(
+            ToolResult(self.tool_use_id, content, True, self.tool.name if self.tool else self.name, stage, **extra)
+        )
 
 
 class ToolRunner:
@@ -160,8 +161,14 @@ class ToolRunner:
             result = stop.result
         except Exception as exc:  # errors are data: the model must get an answer
             log.exception("tool runner failed on %s", call.name)
-            result = ToolResult(call.tool_use_id, tool_use_error(f"Internal error running {call.name}: {exc}"),
-                                True, call.name, "internal", classify_tool_error(exc))
+            result = ToolResult(
+                call.tool_use_id,
+                tool_use_error(f"Internal error running {call.name}: {exc}"),
+                True,
+                call.name,
+                "internal",
+                classify_tool_error(exc),
+            )
         result.warnings = call.warnings
         if call.warnings and call.tool is not None:
             result.content = "\n\n".join([result.content, *call.warnings])
@@ -225,23 +232,36 @@ class ToolRunner:
         outcome = reconcile_hooks(call.hook_outputs)
         if outcome.behavior == "deny":
             why = f": {outcome.message}" if outcome.message else ""
-            raise call.fail("hooks", f"PreToolUse hook {outcome.hook} denied this tool call{why}",
-                            permission={"behavior": "deny", "reason": {"type": "hook", "hook": outcome.hook}})
+            raise call.fail(
+                "hooks",
+                f"PreToolUse hook {outcome.hook} denied this tool call{why}",
+                permission={"behavior": "deny", "reason": {"type": "hook", "hook": outcome.hook}},
+            )
         if outcome.updated_input is not None:
             call.tool_input = await self._validate(call, call.tool, outcome.updated_input)
         local = self._local_check(call)
         if local is not None and local.behavior == "deny":
-            raise call.fail("permission", local.message or f"Permission to use {call.tool.name} was denied.",
-                            permission={"behavior": "deny", "reason": local.reason, "local": True})
+            raise call.fail(
+                "permission",
+                local.message or f"Permission to use {call.tool.name} was denied.",
+                permission={"behavior": "deny", "reason": local.reason, "local": True},
+            )
         if self.client is None:
             if local is not None and local.behavior == "allow" and call.ask_reason is None:
                 return
-            raise call.fail("permission", f"Permission to use {call.tool.name} needs approval, "
-                            "and this agent has no Gatehouse to ask.", permission={"behavior": "deny"})
+            raise call.fail(
+                "permission",
+                f"Permission to use {call.tool.name} needs approval, and this agent has no Gatehouse to ask.",
+                permission={"behavior": "deny"},
+            )
         call.permission = await self._ask_gatehouse(call)
         if not call.permission.allowed:
-            raise call.fail("permission", call.permission.message or f"Permission to use {call.tool.name} was denied.",
-                            permission=_describe(call.permission), request_id=call.permission.request_id)
+            raise call.fail(
+                "permission",
+                call.permission.message or f"Permission to use {call.tool.name} was denied.",
+                permission=_describe(call.permission),
+                request_id=call.permission.request_id,
+            )
         if call.permission.updated_input is not None:
             call.tool_input = await self._validate(call, call.tool, call.permission.updated_input)
 
@@ -255,10 +275,15 @@ class ToolRunner:
     def _engine_doc(self, call: Call) -> dict[str, Any]:
         assert call.tool is not None
         return {
-            "tool_name": call.tool.name, "tool_input": call.tool_input, "cwd": str(self.context.cwd),
+            "tool_name": call.tool.name,
+            "tool_input": call.tool_input,
+            "cwd": str(self.context.cwd),
             "additional_directories": self._directories_for(call.tool),
-            "mode": self.mode, "context": "interactive", "session_id": self.context.session_id,
-            "pre_tool_use_hooks": self._hooks_for_engine(call), "classifier_verdict": call.classifier,
+            "mode": self.mode,
+            "context": "interactive",
+            "session_id": self.context.session_id,
+            "pre_tool_use_hooks": self._hooks_for_engine(call),
+            "classifier_verdict": call.classifier,
         }
 
     def _directories_for(self, tool: Tool) -> list[str]:
@@ -272,16 +297,25 @@ class ToolRunner:
         outputs = list(call.hook_outputs)
         if call.ask_reason is not None:
             # The tool's own check said "ask": put it to the approver the way a hook ask is.
-            outputs.append({"permissionDecision": "ask", "permissionDecisionReason": call.ask_reason,
-                            "hook": f"{call.tool.name if call.tool else call.name}.validate_input"})
+            outputs.append(
+                {
+                    "permissionDecision": "ask",
+                    "permissionDecisionReason": call.ask_reason,
+                    "hook": f"{call.tool.name if call.tool else call.name}.validate_input",
+                }
+            )
         return outputs
 
     async def _ask_gatehouse(self, call: Call) -> PermissionDecision:
         assert call.tool is not None and self.client is not None
         request: dict[str, Any] = {
-            "tool_name": call.tool.name, "tool_input": call.tool_input, "tool_use_id": call.tool_use_id or None,
-            "session_id": self.context.session_id, "cwd": str(self.context.cwd),
-            "permission_mode": self.mode, "context": self.context_kind,
+            "tool_name": call.tool.name,
+            "tool_input": call.tool_input,
+            "tool_use_id": call.tool_use_id or None,
+            "session_id": self.context.session_id,
+            "cwd": str(self.context.cwd),
+            "permission_mode": self.mode,
+            "context": self.context_kind,
             "additional_directories": self._directories_for(call.tool),
         }
         # Local hook verdicts stay local: the server refuses agent-supplied hook outputs,
@@ -292,9 +326,12 @@ class ToolRunner:
             return await self.client.request_permission(request, timeout=self.permission_timeout)
         except GatehouseError as exc:
             # Fail closed: no answer from the gateway is never an allow.
-            raise call.fail("permission", f"Permission to use {call.tool.name} could not be obtained from "
-                            f"Gatehouse ({exc}), so the call was denied.",
-                            permission={"behavior": "deny", "reason": {"type": "other", "detail": exc.code}}) from None
+            raise call.fail(
+                "permission",
+                f"Permission to use {call.tool.name} could not be obtained from "
+                f"Gatehouse ({exc}), so the call was denied.",
+                permission={"behavior": "deny", "reason": {"type": "other", "detail": exc.code}},
+            ) from None
 
     # 5-7 -------------------------------------------------------------------------------
 
@@ -310,13 +347,31 @@ class ToolRunner:
             message, error_class = _describe_failure(tool, exc)
             await self._report(call, request_id, ok=False, error=message)
             await self._post(call, "PostToolUseFailure", {"error": message})
-            return ToolResult(call.tool_use_id, message, True, tool.name, "execution", error_class,
-                              _describe(call.permission), request_id)
+            return ToolResult(
+                call.tool_use_id,
+                message,
+                True,
+                tool.name,
+                "execution",
+                error_class,
+                _describe(call.permission),
+                request_id,
+            )
         content, path = self._sized(tool, output, call.tool_use_id)
         await self._report(call, request_id, ok=True, output=content[:REPORTED_OUTPUT_CHARS])
         await self._post(call, "PostToolUse", {"tool_response": {"content": output.content, **output.data}})
-        return ToolResult(call.tool_use_id, content, False, tool.name, "result", None, _describe(call.permission),
-                          request_id, path, output.data)
+        return ToolResult(
+            call.tool_use_id,
+            content,
+            False,
+            tool.name,
+            "result",
+            None,
+            _describe(call.permission),
+            request_id,
+            path,
+            output.data,
+        )
 
     def _progress_sink(self, call: Call, request_id: str | None) -> Callable[[dict[str, Any]], Awaitable[None]]:
         async def sink(data: dict[str, Any]) -> None:
@@ -328,8 +383,12 @@ class ToolRunner:
         return sink
 
     def _sized(self, tool: Tool, output: ToolOutput, tool_use_id: str) -> tuple[str, str | None]:
-        return persist_if_large(output.content, limit=tool.max_result_size_chars, directory=self.results_dir,
-                                tool_use_id=tool_use_id or f"{tool.name}-{time.time_ns()}")
+        return persist_if_large(
+            output.content,
+            limit=tool.max_result_size_chars,
+            directory=self.results_dir,
+            tool_use_id=tool_use_id or f"{tool.name}-{time.time_ns()}",
+        )
 
     async def _report(
         self, call: Call, request_id: str | None, *, ok: bool, output: Any = None, error: str = ""
@@ -348,16 +407,26 @@ class ToolRunner:
 
     def _hook_event(self, call: Call, event: str) -> dict[str, Any]:
         return {
-            "hook_event_name": event, "session_id": self.context.session_id, "cwd": str(self.context.cwd),
-            "permission_mode": self.mode, "tool_name": call.tool.name if call.tool else call.name,
-            "tool_input": call.tool_input, "tool_use_id": call.tool_use_id,
+            "hook_event_name": event,
+            "session_id": self.context.session_id,
+            "cwd": str(self.context.cwd),
+            "permission_mode": self.mode,
+            "tool_name": call.tool.name if call.tool else call.name,
+            "tool_input": call.tool_input,
+            "tool_use_id": call.tool_use_id,
         }
 
     def _record(self, result: ToolResult, call: Call, seconds: float) -> None:
         if self.telemetry is None:
             return
-        event = {"event": "tool_result", "tool": result.tool_name, "stage": result.stage, "is_error": result.is_error,
-                 "error_class": result.error_class, "duration_ms": round(seconds * 1000, 1)}
+        event = {
+            "event": "tool_result",
+            "tool": result.tool_name,
+            "stage": result.stage,
+            "is_error": result.is_error,
+            "error_class": result.error_class,
+            "duration_ms": round(seconds * 1000, 1),
+        }
         try:
             self.telemetry(event)
         except Exception:  # telemetry never changes an outcome
@@ -396,5 +465,10 @@ def _describe_failure(tool: Tool, exc: Exception) -> tuple[str, str]:
 def _describe(decision: PermissionDecision | None) -> dict[str, Any] | None:
     if decision is None:
         return None
-    return {"behavior": decision.behavior, "reason": decision.reason, "decided_by": decision.decided_by,
-            "surface": decision.surface, "message": decision.message}
+    return {
+        "behavior": decision.behavior,
+        "reason": decision.reason,
+        "decided_by": decision.decided_by,
+        "surface": decision.surface,
+        "message": decision.message,
+    }

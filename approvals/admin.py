@@ -115,8 +115,18 @@ class RuleForm(forms.ModelForm):
     class Meta:
         model = Rule
         fields = [
-            "rule", "behavior", "source", "team", "scope", "agent", "project_path", "session_id",
-            "expires_at", "ask_timeout", "created_by", "note",
+            "rule",
+            "behavior",
+            "source",
+            "team",
+            "scope",
+            "agent",
+            "project_path",
+            "session_id",
+            "expires_at",
+            "ask_timeout",
+            "created_by",
+            "note",
         ]
 
     def clean_rule(self) -> str:

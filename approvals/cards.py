@@ -39,8 +39,9 @@ def render_card(request: PermissionRequest, user: Any, *, http_request: HttpRequ
     return render_card_as(request, can_decide=can_decide, decision=decision, http_request=http_request)
 
 
-def render_card_as(request: PermissionRequest, *, can_decide: bool, decision: Any = None,
-                   http_request: HttpRequest | None = None) -> str:
+def render_card_as(
+    request: PermissionRequest, *, can_decide: bool, decision: Any = None, http_request: HttpRequest | None = None
+) -> str:
     """HTML of one request card for anyone allowed to see it, with or without the decide form.
 
     - The card depends on the person only through `can_decide`, so the relay renders it
@@ -261,9 +262,7 @@ def _diff(old: Any, new: Any, path: str, *, new_file: bool = False) -> SafeStrin
     tail = format_html('<span class="d-more">… {} more lines</span>', more) if more > 0 else ""
     if not rows:
         return mark_safe('<p class="muted">(no change)</p>')  # constant markup
-    return format_html(
-        '<pre class="diff">{}{}</pre>', format_html_join("", '<span class="{}">{}</span>', rows), tail
-    )
+    return format_html('<pre class="diff">{}{}</pre>', format_html_join("", '<span class="{}">{}</span>', rows), tail)
 
 
 def _diff_class(line: str) -> str:

@@ -36,15 +36,20 @@ def bar_chart(items: list[tuple[str, int]], *, title: str) -> SafeString:
         width = max(2.0, (WIDTH - 60) * value / top)
         bars.append(
             (
-                y + 13, _short(label or "(none)"),
-                y + 18, f"{width:.1f}",
-                f"{width + 6:.1f}", y + 30, value,
-                label or "(none)", value,
+                y + 13,
+                _short(label or "(none)"),
+                y + 18,
+                f"{width:.1f}",
+                f"{width + 6:.1f}",
+                y + 30,
+                value,
+                label or "(none)",
+                value,
             )
         )
     body = format_html_join(
         "",
-        '<g><title>{}: {}</title>'
+        "<g><title>{}: {}</title>"
         '<text class="chart-label" x="0" y="{}">{}</text>'
         '<rect class="chart-bar" x="0" y="{}" width="{}" height="14" rx="2"></rect>'
         '<text class="chart-value" x="{}" y="{}">{}</text></g>',
@@ -53,7 +58,11 @@ def bar_chart(items: list[tuple[str, int]], *, title: str) -> SafeString:
     return format_html(
         '<svg class="chart" viewBox="0 0 {} {}" role="img" aria-label="{}" xmlns="http://www.w3.org/2000/svg">'
         "<title>{}</title>{}</svg>",
-        WIDTH, height, title, title, body,
+        WIDTH,
+        height,
+        title,
+        title,
+        body,
     )
 
 
@@ -103,7 +112,13 @@ def time_chart(
     return format_html(
         '<svg class="chart chart-time" viewBox="0 0 {} 152" role="img" aria-label="{}" xmlns="http://www.w3.org/2000/svg">'
         "<title>{}</title>{}{}{}{}</svg>",
-        TIME_WIDTH, title, title, body, axis, labels, peak,
+        TIME_WIDTH,
+        title,
+        title,
+        body,
+        axis,
+        labels,
+        peak,
     )
 
 

@@ -67,8 +67,17 @@ class AuditFilterForm(forms.Form):
         + [
             (t, t)
             for t in (
-                "rule", "hook", "classifier", "mode", "safetyCheck", "workingDirectory",
-                "user", "timeout", "headless", "cancelled", "other",
+                "rule",
+                "hook",
+                "classifier",
+                "mode",
+                "safetyCheck",
+                "workingDirectory",
+                "user",
+                "timeout",
+                "headless",
+                "cancelled",
+                "other",
             )
         ],
     )

@@ -207,18 +207,22 @@ class Decision(models.Model):
             # a B-tree entry must stay under ~2.7 kB, and the asks people answered or
             # let time out.
             models.Index(
-                fields=["team", "created_at"], include=["tool_name", "agent", "decided_by", "rule"],
+                fields=["team", "created_at"],
+                include=["tool_name", "agent", "decided_by", "rule"],
                 condition=models.Q(behavior="deny") & models.Q(LessThanOrEqual(Length("rule"), INDEXED_RULE_CHARS)),
                 name="decision_denied_short_rule",
             ),
             models.Index(
-                fields=["team", "created_at"], include=["tool_name", "agent", "decided_by"],
+                fields=["team", "created_at"],
+                include=["tool_name", "agent", "decided_by"],
                 condition=models.Q(behavior="deny") & models.Q(GreaterThan(Length("rule"), INDEXED_RULE_CHARS)),
                 name="decision_denied_long_rule",
             ),
             models.Index(
-                fields=["team", "created_at"], include=["reason_type", "latency_ms"],
-                condition=models.Q(reason_type__in=["user", "timeout"]), name="decision_team_asked",
+                fields=["team", "created_at"],
+                include=["reason_type", "latency_ms"],
+                condition=models.Q(reason_type__in=["user", "timeout"]),
+                name="decision_team_asked",
             ),
         ]
         ordering = ["-id"]

@@ -85,14 +85,10 @@ def request_get(request_id: Any) -> PermissionRequest | None:
         return None
 
 
-def request_matching(
-    *, agent: Agent, session_id: str, tool_name: str, input_hash: str
-) -> PermissionRequest | None:
+def request_matching(*, agent: Agent, session_id: str, tool_name: str, input_hash: str) -> PermissionRequest | None:
     """The newest request of the same session, tool and input (PermissionRequest matching)."""
     return (
-        PermissionRequest.objects.filter(
-            agent=agent, session_id=session_id, tool_name=tool_name, input_hash=input_hash
-        )
+        PermissionRequest.objects.filter(agent=agent, session_id=session_id, tool_name=tool_name, input_hash=input_hash)
         .order_by("-created_at")
         .first()
     )
@@ -143,9 +139,11 @@ def pending_for_agent(agent: Agent) -> QuerySet[PermissionRequest]:
 
 
 def overdue_requests(limit: int = 100) -> QuerySet[PermissionRequest]:
-    return PermissionRequest.objects.select_related("agent").filter(
-        state=RequestState.PENDING, deadline_at__lte=timezone.now()
-    ).order_by("deadline_at")[:limit]
+    return (
+        PermissionRequest.objects.select_related("agent")
+        .filter(state=RequestState.PENDING, deadline_at__lte=timezone.now())
+        .order_by("deadline_at")[:limit]
+    )
 
 
 # --- rules ------------------------------------------------------------------------------
@@ -439,8 +437,10 @@ def human_decision_stats(user: User | AnonymousUser, since: datetime) -> dict[st
     asked = _team_decisions(user, since).filter(reason_type__in=["user", "timeout"])
     human = Q(reason_type="user")
     # Counts of reason_type, not of id: the index the monitor reads holds no id.
-    aggregates: dict[str, Aggregate] = {"humans": Count("reason_type", filter=human),
-                                        "timeouts": Count("reason_type", filter=Q(reason_type="timeout"))}
+    aggregates: dict[str, Aggregate] = {
+        "humans": Count("reason_type", filter=human),
+        "timeouts": Count("reason_type", filter=Q(reason_type="timeout")),
+    }
     in_database = connections[asked.db].vendor == "postgresql"
     if in_database:
         aggregates["median_ms"] = _PercentileCont("latency_ms", 0.5, filter=human)
@@ -468,9 +468,7 @@ def _percentile(ordered: QuerySet[Decision, float], count: int, fraction: float)
     return values[0] + (values[1] - values[0]) * (rank - below)
 
 
-def sessions_in_denial_loops(
-    user: User | AnonymousUser, since: datetime, *, limit: int = 20
-) -> list[dict[str, Any]]:
+def sessions_in_denial_loops(user: User | AnonymousUser, since: datetime, *, limit: int = 20) -> list[dict[str, Any]]:
     """Sessions whose engine denial counter reached the limit, newest first."""
     teams = team_ids_for(user)
     rows = SessionDenials.objects.select_related("agent").filter(
@@ -555,8 +553,12 @@ def explain_call(
         team_id=team_id, agent=agent, session_id=str(doc.get("session_id", "")), cwd=str(doc.get("cwd", ""))
     )
     items = [
-        {"rule": r.rule, "behavior": r.behavior, "source": r.source,
-         **({"expires_at": r.expires_at.isoformat()} if r.expires_at else {})}
+        {
+            "rule": r.rule,
+            "behavior": r.behavior,
+            "source": r.source,
+            **({"expires_at": r.expires_at.isoformat()} if r.expires_at else {}),
+        }
         for r in rules
     ]
     compiled = policy.compile_rules(items + extra_rules)

@@ -236,8 +236,12 @@ def _check_scope(scope: str, agent: Agent | None, project_path: str, session_id:
 def _compiled(rules: list[Rule]) -> policy.CompiledRules:
     return policy.compile_rules(
         [
-            {"rule": r.rule, "behavior": r.behavior, "source": r.source,
-             **({"expires_at": r.expires_at.isoformat()} if r.expires_at else {})}
+            {
+                "rule": r.rule,
+                "behavior": r.behavior,
+                "source": r.source,
+                **({"expires_at": r.expires_at.isoformat()} if r.expires_at else {}),
+            }
             for r in rules
         ]
     )
@@ -520,8 +524,12 @@ def _engine_decider(reason: dict[str, Any]) -> str:
     # "rule Bash(git status)", "mode dontAsk", "other unknownTool": what, not just which kind.
     kind = reason.get("type", "other")
     name = (
-        reason.get("rule") or reason.get("hook") or reason.get("classifier") or reason.get("mode")
-        or reason.get("detail") or ""
+        reason.get("rule")
+        or reason.get("hook")
+        or reason.get("classifier")
+        or reason.get("mode")
+        or reason.get("detail")
+        or ""
     )
     return f"{kind} {name}".strip()[:150]
 

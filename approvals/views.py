@@ -361,8 +361,11 @@ def rule_edit(request: HttpRequest, rule_id: int) -> HttpResponse:
         return HttpResponseForbidden("This rule is read-only for you (policySettings, or you are not an approver).")
     initial = {f: getattr(rule, f) for f in ("rule", "behavior", "source", "team", "scope", "agent")}
     initial.update(
-        project_path=rule.project_path, session_id=rule.session_id, expires_at=rule.expires_at,
-        ask_timeout=rule.ask_timeout, note=rule.note,
+        project_path=rule.project_path,
+        session_id=rule.session_id,
+        expires_at=rule.expires_at,
+        ask_timeout=rule.ask_timeout,
+        note=rule.note,
     )
     form = _rule_form(request, request.POST if request.method == "POST" else None, initial=initial)
     if request.method == "POST" and form.is_valid():
@@ -439,8 +442,10 @@ def agents(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             try:
                 agent, token = services.agent_create(
-                    name=form.cleaned_data["name"].strip(), team=form.cleaned_data["team"],
-                    owner=_person(request), mode=form.cleaned_data["mode"],
+                    name=form.cleaned_data["name"].strip(),
+                    team=form.cleaned_data["team"],
+                    owner=_person(request),
+                    mode=form.cleaned_data["mode"],
                 )
             except services.ServiceError as exc:
                 form.add_error("name", str(exc))
@@ -518,4 +523,3 @@ def chat_identity_delete(request: HttpRequest, identity_id: int) -> HttpResponse
         raise Http404("No such linked account.")
     messages.success(request, "Unlinked.")
     return HttpResponseRedirect(reverse("profile"))
-

@@ -40,8 +40,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", default=str(ROOT / "bench" / "results.json"), help="where to write results")
     parser.add_argument("--docs", default=str(ROOT / "docs" / "PERFORMANCE.md"), help="page whose table to rewrite")
     parser.add_argument("--no-docs", action="store_true", help="do not touch docs/PERFORMANCE.md")
-    parser.add_argument("--report-only", action="store_true",
-                        help="measure nothing: re-render the table and docs from the --json results")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="measure nothing: re-render the table and docs from the --json results",
+    )
     return parser.parse_args(argv)
 
 

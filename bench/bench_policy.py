@@ -49,10 +49,13 @@ def make_rules(count: int) -> list[dict[str, Any]]:
 
 
 CALLS: dict[str, dict[str, Any]] = {
-    "Bash": {"tool_name": "Bash", "tool_input": {"command": "git status"}, "cwd": CWD,
-             "home": "/home/bench"},
-    "Edit": {"tool_name": "Edit", "cwd": CWD, "home": "/home/bench",
-             "tool_input": {"file_path": f"{CWD}/src/app.py", "old_string": "", "new_string": "x"}},
+    "Bash": {"tool_name": "Bash", "tool_input": {"command": "git status"}, "cwd": CWD, "home": "/home/bench"},
+    "Edit": {
+        "tool_name": "Edit",
+        "cwd": CWD,
+        "home": "/home/bench",
+        "tool_input": {"file_path": f"{CWD}/src/app.py", "old_string": "", "new_string": "x"},
+    },
 }
 
 
@@ -82,9 +85,15 @@ def run(iterations: int) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     lookup_table = {name: index for index, name in enumerate(("Bash", "Read", "Edit", "Write"))}
     baseline_doc = CALLS["Bash"]
-    results.append({"case": "baseline (dict lookup + json.dumps)", "rules": 0,
-                    **measure(lambda: (lookup_table[baseline_doc["tool_name"]],
-                                       json.dumps(baseline_doc["tool_input"])), iterations)})
+    results.append(
+        {
+            "case": "baseline (dict lookup + json.dumps)",
+            "rules": 0,
+            **measure(
+                lambda: (lookup_table[baseline_doc["tool_name"]], json.dumps(baseline_doc["tool_input"])), iterations
+            ),
+        }
+    )
     for count in RULE_COUNTS:
         compiled = compile_rules(make_rules(count))
         for name, doc in CALLS.items():
@@ -100,8 +109,10 @@ def print_table(results: list[dict[str, Any]]) -> None:
     print(f"{'case':38} {'rules':>6} {'decisions/s':>12} {'p50 µs':>9} {'p99 µs':>9} {'p50/base':>9}")
     for row in results:
         ratio = row["p50_us"] / baseline
-        print(f"{row['case']:38} {row['rules']:>6} {row['per_second']:>12,} "
-              f"{row['p50_us']:>9.1f} {row['p99_us']:>9.1f} {ratio:>8.1f}x")
+        print(
+            f"{row['case']:38} {row['rules']:>6} {row['per_second']:>12,} "
+            f"{row['p50_us']:>9.1f} {row['p99_us']:>9.1f} {ratio:>8.1f}x"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     results = run(iterations)
     print_table(results)
     if args.json:
-        Path(args.json).write_text(json.dumps({"benchmark": "policy.decide", "results": results},
-                                              indent=2))
+        Path(args.json).write_text(json.dumps({"benchmark": "policy.decide", "results": results}, indent=2))
     return 0
 
 

@@ -176,9 +176,23 @@ class BenchEnv:
         self._redis_pid_file = redis_dir / "redis.pid"
         subprocess.run(
             [
-                redis_server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--dir", str(redis_dir), "--daemonize", "yes", "--pidfile", str(self._redis_pid_file),
-                "--logfile", str(redis_dir / "redis.log"),
+                redis_server,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(redis_dir),
+                "--daemonize",
+                "yes",
+                "--pidfile",
+                str(self._redis_pid_file),
+                "--logfile",
+                str(redis_dir / "redis.log"),
             ],
             check=True,
         )
@@ -250,8 +264,15 @@ class BenchEnv:
             cmd = [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), app]
         elif kind == "uvicorn":
             cmd = [
-                str(BIN / "uvicorn"), "--host", "127.0.0.1", "--port", str(port),
-                "--no-access-log", "--log-level", "warning", app,
+                str(BIN / "uvicorn"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--no-access-log",
+                "--log-level",
+                "warning",
+                app,
             ]
         else:
             raise ValueError(f"unknown server {kind!r}")

@@ -48,14 +48,49 @@ REUSE_MAX_AGE = timedelta(hours=6)
 FILL_VERSION = 1
 
 REQUEST_COLUMNS = [
-    "id", "agent_id", "team_id", "tool_use_id", "tool_name", "tool_input", "input_hash", "session_id", "cwd",
-    "permission_mode", "context", "transcript_path", "evaluation", "permission_suggestions", "state", "version",
-    "created_at", "deadline_at", "decided_at", "result", "result_at",
+    "id",
+    "agent_id",
+    "team_id",
+    "tool_use_id",
+    "tool_name",
+    "tool_input",
+    "input_hash",
+    "session_id",
+    "cwd",
+    "permission_mode",
+    "context",
+    "transcript_path",
+    "evaluation",
+    "permission_suggestions",
+    "state",
+    "version",
+    "created_at",
+    "deadline_at",
+    "decided_at",
+    "result",
+    "result_at",
 ]
 DECISION_COLUMNS = [
-    "id", "request_id", "agent_id", "team_id", "tool_name", "session_id", "behavior", "message", "updated_input",
-    "reason_type", "reason", "rule", "rule_source", "decided_by", "decided_by_user_id", "surface", "latency_ms",
-    "created_at", "prev_hash", "hash",
+    "id",
+    "request_id",
+    "agent_id",
+    "team_id",
+    "tool_name",
+    "session_id",
+    "behavior",
+    "message",
+    "updated_input",
+    "reason_type",
+    "reason",
+    "rule",
+    "rule_source",
+    "decided_by",
+    "decided_by_user_id",
+    "surface",
+    "latency_ms",
+    "created_at",
+    "prev_hash",
+    "hash",
 ]
 
 
@@ -63,22 +98,54 @@ def _outcome(rng: random.Random, tool: str, user_id: int) -> dict[str, Any]:
     roll = rng.random()
     if roll < 0.70:
         rule = f"{tool}(git status)" if tool == "Bash" else tool
-        return {"behavior": "allow", "reason_type": "rule", "rule": rule, "rule_source": "projectSettings",
-                "reason": {"type": "rule", "rule": rule, "source": "projectSettings", "behavior": "allow"},
-                "decided_by": f"rule {rule}", "surface": "engine", "user": None, "message": ""}
+        return {
+            "behavior": "allow",
+            "reason_type": "rule",
+            "rule": rule,
+            "rule_source": "projectSettings",
+            "reason": {"type": "rule", "rule": rule, "source": "projectSettings", "behavior": "allow"},
+            "decided_by": f"rule {rule}",
+            "surface": "engine",
+            "user": None,
+            "message": "",
+        }
     if roll < 0.80:
         rule = "Bash(rm -rf *)" if tool == "Bash" else f"{tool}(~/.ssh/**)"
-        return {"behavior": "deny", "reason_type": "rule", "rule": rule, "rule_source": "policySettings",
-                "reason": {"type": "rule", "rule": rule, "source": "policySettings", "behavior": "deny"},
-                "decided_by": f"rule {rule}", "surface": "engine", "user": None, "message": f"Denied by {rule}"}
+        return {
+            "behavior": "deny",
+            "reason_type": "rule",
+            "rule": rule,
+            "rule_source": "policySettings",
+            "reason": {"type": "rule", "rule": rule, "source": "policySettings", "behavior": "deny"},
+            "decided_by": f"rule {rule}",
+            "surface": "engine",
+            "user": None,
+            "message": f"Denied by {rule}",
+        }
     if roll < 0.97:
         behavior = "allow" if rng.random() < 0.75 else "deny"
-        return {"behavior": behavior, "reason_type": "user", "rule": "", "rule_source": "",
-                "reason": {"type": "user", "decided_by": "alice", "surface": "web"},
-                "decided_by": "alice", "surface": "web", "user": user_id, "message": ""}
-    return {"behavior": "deny", "reason_type": "timeout", "rule": "", "rule_source": "",
-            "reason": {"type": "timeout"}, "decided_by": "timeout", "surface": "timer", "user": None,
-            "message": "Nobody approved this call before its deadline."}
+        return {
+            "behavior": behavior,
+            "reason_type": "user",
+            "rule": "",
+            "rule_source": "",
+            "reason": {"type": "user", "decided_by": "alice", "surface": "web"},
+            "decided_by": "alice",
+            "surface": "web",
+            "user": user_id,
+            "message": "",
+        }
+    return {
+        "behavior": "deny",
+        "reason_type": "timeout",
+        "rule": "",
+        "rule_source": "",
+        "reason": {"type": "timeout"},
+        "decided_by": "timeout",
+        "surface": "timer",
+        "user": None,
+        "message": "Nobody approved this call before its deadline.",
+    }
 
 
 def fill(rows: int, team_id: int, agent_ids: list[int], user_id: int) -> dict[str, Any]:
@@ -109,28 +176,76 @@ def fill(rows: int, team_id: int, agent_ids: list[int], user_id: int) -> dict[st
             outcome = _outcome(rng, tool, user_id)
             request_id = uuid.uuid4()
             session = f"session-{agent_id}-{i // 200}"
-            request_rows.append((
-                request_id, agent_id, team_id, f"toolu_{i}", tool, canonical_json(tool_input), input_hash(tool_input),
-                session, "/srv/app", "default", "interactive", "", "{}", "[]", "decided", 1, created, None, created,
-                None, None,
-            ))
+            request_rows.append(
+                (
+                    request_id,
+                    agent_id,
+                    team_id,
+                    f"toolu_{i}",
+                    tool,
+                    canonical_json(tool_input),
+                    input_hash(tool_input),
+                    session,
+                    "/srv/app",
+                    "default",
+                    "interactive",
+                    "",
+                    "{}",
+                    "[]",
+                    "decided",
+                    1,
+                    created,
+                    None,
+                    created,
+                    None,
+                    None,
+                )
+            )
             # row_hash only reads attributes; a namespace is 10x cheaper to build than a model.
             decision = SimpleNamespace(
-                request_id=request_id, agent_id=agent_id, team_id=team_id, tool_name=tool,
-                session_id=session, behavior=outcome["behavior"], message=outcome["message"], updated_input=None,
-                reason_type=outcome["reason_type"], reason=outcome["reason"], rule=outcome["rule"],
-                rule_source=outcome["rule_source"], decided_by=outcome["decided_by"],
-                decided_by_user_id=outcome["user"], surface=outcome["surface"],
+                request_id=request_id,
+                agent_id=agent_id,
+                team_id=team_id,
+                tool_name=tool,
+                session_id=session,
+                behavior=outcome["behavior"],
+                message=outcome["message"],
+                updated_input=None,
+                reason_type=outcome["reason_type"],
+                reason=outcome["reason"],
+                rule=outcome["rule"],
+                rule_source=outcome["rule_source"],
+                decided_by=outcome["decided_by"],
+                decided_by_user_id=outcome["user"],
+                surface=outcome["surface"],
                 latency_ms=rng.uniform(20_000, 90_000) if outcome["reason_type"] == "user" else rng.uniform(0.2, 2.0),
                 created_at=created,
             )
             digest = row_hash(decision, prev)  # type: ignore[arg-type]
-            decision_rows.append((
-                next_id, request_id, agent_id, team_id, tool, session, decision.behavior, decision.message, None,
-                decision.reason_type, canonical_json(decision.reason), decision.rule, decision.rule_source,
-                decision.decided_by, decision.decided_by_user_id, decision.surface, decision.latency_ms, created,
-                prev, digest,
-            ))
+            decision_rows.append(
+                (
+                    next_id,
+                    request_id,
+                    agent_id,
+                    team_id,
+                    tool,
+                    session,
+                    decision.behavior,
+                    decision.message,
+                    None,
+                    decision.reason_type,
+                    canonical_json(decision.reason),
+                    decision.rule,
+                    decision.rule_source,
+                    decision.decided_by,
+                    decision.decided_by_user_id,
+                    decision.surface,
+                    decision.latency_ms,
+                    created,
+                    prev,
+                    digest,
+                )
+            )
             prev = digest
             next_id += 1
         t1 = time.perf_counter()
@@ -215,8 +330,12 @@ def time_queries(iterations: int, agent_names: list[str], user: Any) -> dict[str
 
     def audit_filtered() -> Any:
         begin = now - timedelta(days=rng.uniform(2, DAYS))
-        filters = {"agent": rng.choice(agent_names), "tool": rng.choice(["Bash", "Edit", "Read"]),
-                   "since": begin, "until": begin + timedelta(days=1)}
+        filters = {
+            "agent": rng.choice(agent_names),
+            "tool": rng.choice(["Bash", "Edit", "Read"]),
+            "since": begin,
+            "until": begin + timedelta(days=1),
+        }
         return list(selectors.audit_rows(filters, user)[:100])
 
     def denials_over_time() -> Any:
@@ -244,8 +363,10 @@ def time_queries(iterations: int, agent_names: list[str], user: Any) -> dict[str
             t0 = time.perf_counter()
             query()
             samples.append(time.perf_counter() - t0)
-        results[name] = {"p50_ms": round(percentile(samples, 50) * 1000, 2),
-                         "p95_ms": round(percentile(samples, 95) * 1000, 2)}
+        results[name] = {
+            "p50_ms": round(percentile(samples, 50) * 1000, 2),
+            "p95_ms": round(percentile(samples, 95) * 1000, 2),
+        }
     return results
 
 
@@ -294,9 +415,13 @@ def _export(server: Any, token: str, rows: int, total_rows: int) -> dict[str, An
             for chunk in response.iter_lines():
                 lines += 1 if chunk else 0
         seconds = time.perf_counter() - t0
-        return {"rows": lines - 1, "seconds": round(seconds, 2), "rows_per_s": round((lines - 1) / seconds),
-                "peak_rss_before_mib": round(hwm_before / 1024, 1),
-                "peak_rss_after_mib": round(_vm_hwm(server.process.pid) / 1024, 1)}
+        return {
+            "rows": lines - 1,
+            "seconds": round(seconds, 2),
+            "rows_per_s": round((lines - 1) / seconds),
+            "peak_rss_before_mib": round(hwm_before / 1024, 1),
+            "peak_rss_after_mib": round(_vm_hwm(server.process.pid) / 1024, 1),
+        }
 
 
 def _vm_hwm(pid: int) -> int:
@@ -314,8 +439,16 @@ def run(env: Any) -> Figure:
     kept = kept_fill(rows) if reuse else None
     url = pg_url(KEPT_DB) if kept else pg_recreate(KEPT_DB if reuse else AUDIT_DB)
     env.manage("migrate", "--noinput", "-v", "0", DATABASE_URL=url)
-    data = env.django_json("bench.fig_audit", "--rows", str(rows), "--iterations", str(iterations),
-                           *(["--kept", json.dumps(kept)] if kept else []), timeout=1500, DATABASE_URL=url)
+    data = env.django_json(
+        "bench.fig_audit",
+        "--rows",
+        str(rows),
+        "--iterations",
+        str(iterations),
+        *(["--kept", json.dumps(kept)] if kept else []),
+        timeout=1500,
+        DATABASE_URL=url,
+    )
     data["reused_log"] = kept is not None
     with env.server("daphne", DATABASE_URL=url) as server:
         try:
@@ -328,10 +461,10 @@ def run(env: Any) -> Figure:
     figure = Figure(8, TITLE, details=data)
     fill_data = data["fill"]
     when = f", kept log filled {fill_data['filled_at'][:16]}" if data["reused_log"] else ""
-    figure.rows.append(Row(f"insert rate, COPY with indexes ({rows:,} rows{when})", fill_data["decisions_per_s_copy"],
-                           "rows/s"))
-    figure.rows.append(Row("insert rate incl. hash chain in Python", fill_data["decisions_per_s_end_to_end"],
-                           "rows/s"))
+    figure.rows.append(
+        Row(f"insert rate, COPY with indexes ({rows:,} rows{when})", fill_data["decisions_per_s_copy"], "rows/s")
+    )
+    figure.rows.append(Row("insert rate incl. hash chain in Python", fill_data["decisions_per_s_end_to_end"], "rows/s"))
     for name, q in data["queries"].items():
         figure.rows.append(Row(f"{name} p95", q["p95_ms"], "ms", None, "", None, "p95 < 100 ms", q["p95_ms"] < 100))
     export = data.get("export")
@@ -339,11 +472,18 @@ def run(env: Any) -> Figure:
         small = data["export_small"]
         growth = export["peak_rss_after_mib"] - export["peak_rss_before_mib"]
         figure.rows.append(Row(f"CSV export of {export['rows']:,} rows (streamed)", export["seconds"], "s"))
-        figure.rows.append(Row(
-            "server peak RSS growth during the big export", round(growth, 1), "MiB",
-            round(small["peak_rss_after_mib"] - small["peak_rss_before_mib"], 1),
-            f"growth during a {small['rows']:,}-row export", None, "constant memory: < 50 MiB", growth < 50,
-        ))
+        figure.rows.append(
+            Row(
+                "server peak RSS growth during the big export",
+                round(growth, 1),
+                "MiB",
+                round(small["peak_rss_after_mib"] - small["peak_rss_before_mib"], 1),
+                f"growth during a {small['rows']:,}-row export",
+                None,
+                "constant memory: < 50 MiB",
+                growth < 50,
+            )
+        )
     else:
         figure.rows.append(Row("CSV export", float("nan"), "", None, "", None, data.get("export_error", ""), False))
     return figure

@@ -75,8 +75,13 @@ def _pending_requests(agent: Any, count: int) -> list[str]:
     for _ in range(count):
         result = services.request_submit(
             agent=agent,
-            call={"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}, "tool_use_id": uuid.uuid4().hex,
-                  "session_id": "", "cwd": "/tmp/bench"},
+            call={
+                "tool_name": "Bash",
+                "tool_input": {"command": "rm -rf build"},
+                "tool_use_id": uuid.uuid4().hex,
+                "session_id": "",
+                "cwd": "/tmp/bench",
+            },
         )
         if result.decision is not None:
             raise RuntimeError(f"expected an ask, the engine decided {result.decision.behavior}")
@@ -161,17 +166,44 @@ def run(env: Any) -> Figure:
     figure = Figure(6, TITLE, details=data)
     figure.rows = [
         Row("claims per second (requests decided / s)", data["claims_per_s"], "/s"),
-        Row("racer p50 (request_decide, winners and losers)", race["all"]["p50_ms"], "ms",
-            data["floor"]["set_nx_plus_commit"]["p50_ms"], "SET NX + commit p50",
-            ratio(race["all"]["p50_ms"], data["floor"]["set_nx_plus_commit"]["p50_ms"])),
-        Row("racer p99", race["all"]["p99_ms"], "ms", floor_p99, "SET NX + commit p99",
-            ratio(race["all"]["p99_ms"], floor_p99), "p99 <= 3x floor",
-            race["all"]["p99_ms"] <= 3 * floor_p99),
-        Row("winner p99 (claim + fence + audit + announce)", race["winners"]["p99_ms"], "ms", floor_p99,
-            "SET NX + commit p99", ratio(race["winners"]["p99_ms"], floor_p99)),
-        Row("double decisions", data["double_decisions"], "", None, "", None, "0",
-            data["double_decisions"] == 0 and race["requests_without_exactly_one_winner"] == 0
-            and data["audit_rows"] == data["requests"]),
+        Row(
+            "racer p50 (request_decide, winners and losers)",
+            race["all"]["p50_ms"],
+            "ms",
+            data["floor"]["set_nx_plus_commit"]["p50_ms"],
+            "SET NX + commit p50",
+            ratio(race["all"]["p50_ms"], data["floor"]["set_nx_plus_commit"]["p50_ms"]),
+        ),
+        Row(
+            "racer p99",
+            race["all"]["p99_ms"],
+            "ms",
+            floor_p99,
+            "SET NX + commit p99",
+            ratio(race["all"]["p99_ms"], floor_p99),
+            "p99 <= 3x floor",
+            race["all"]["p99_ms"] <= 3 * floor_p99,
+        ),
+        Row(
+            "winner p99 (claim + fence + audit + announce)",
+            race["winners"]["p99_ms"],
+            "ms",
+            floor_p99,
+            "SET NX + commit p99",
+            ratio(race["winners"]["p99_ms"], floor_p99),
+        ),
+        Row(
+            "double decisions",
+            data["double_decisions"],
+            "",
+            None,
+            "",
+            None,
+            "0",
+            data["double_decisions"] == 0
+            and race["requests_without_exactly_one_winner"] == 0
+            and data["audit_rows"] == data["requests"],
+        ),
     ]
     return figure
 

@@ -167,7 +167,15 @@ def run(env: Any) -> Figure:
                 # 200 times the rules must cost far less than 200 times the time.
                 growth = ratio(p50, base_p50)
                 figure.rows.append(
-                    Row(f"{tool} p50 @ 2000 rules", p50, "µs", base_p50, name, growth,
-                        "sub-linear: p50 ratio < 20 for x200 rules", growth < 20)
+                    Row(
+                        f"{tool} p50 @ 2000 rules",
+                        p50,
+                        "µs",
+                        base_p50,
+                        name,
+                        growth,
+                        "sub-linear: p50 ratio < 20 for x200 rules",
+                        growth < 20,
+                    )
                 )
     return figure

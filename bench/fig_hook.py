@@ -104,8 +104,19 @@ def _hyperfine(
     refresh = f"{shlex.quote(sys.executable)} -c {shlex.quote(_REFRESH_SNIPPET)} {shlex.quote(str(input_path))}"
     times: dict[str, list[float]] = {name: [] for name in cmds}
     for _ in range(rounds):
-        args = ["hyperfine", "--export-json", str(out), "--runs", str(runs), "--warmup", "1", "--prepare", refresh,
-                "--style", "none"]
+        args = [
+            "hyperfine",
+            "--export-json",
+            str(out),
+            "--runs",
+            str(runs),
+            "--warmup",
+            "1",
+            "--prepare",
+            refresh,
+            "--style",
+            "none",
+        ]
         for name, cmd in cmds.items():
             args += ["--command-name", name, cmd]
         subprocess.run(args, cwd=ROOT, env=env, check=True, capture_output=True, timeout=600)
@@ -149,23 +160,57 @@ def run(env: Any) -> Figure:
             times = _own_timing(cmds, runs * rounds, input_path, child_env)
     med = {name: percentile(t, 50) * 1000 for name, t in times.items()}
     p99 = {name: percentile(t, 99) * 1000 for name, t in times.items()}
-    figure = Figure(4, TITLE, details={"tool": tool, "runs": runs * rounds, "median_ms": med, "p99_ms": p99,
-                                        "commands": {k: v.replace(token, "<token>") for k, v in cmds.items()}})
+    figure = Figure(
+        4,
+        TITLE,
+        details={
+            "tool": tool,
+            "runs": runs * rounds,
+            "median_ms": med,
+            "p99_ms": p99,
+            "commands": {k: v.replace(token, "<token>") for k, v in cmds.items()},
+        },
+    )
     server_answer = med["curl"] - med["curl_floor"]
     overhead = med["hook"] - med["floor"] - server_answer
     figure.rows = [
-        Row("python3 -m agent.hook median wall time", round(med["hook"], 1), "ms", round(med["floor"], 1),
-            "python3 -c pass", round(med["hook"] / med["floor"], 2)),
+        Row(
+            "python3 -m agent.hook median wall time",
+            round(med["hook"], 1),
+            "ms",
+            round(med["floor"], 1),
+            "python3 -c pass",
+            round(med["hook"] / med["floor"], 2),
+        ),
         Row("hook minus floor", round(med["hook"] - med["floor"], 1), "ms"),
         Row("server's answer (curl minus curl's own start)", round(server_answer, 1), "ms"),
-        Row("hook minus (floor + server's answer)", round(overhead, 1), "ms", None, "", None, "<= 15 ms",
-            overhead <= 15),
-        Row("hook under the venv python, median", round(med["hook_venv"], 1), "ms", round(med["venv_floor"], 1),
-            ".venv python -c pass", round(med["hook_venv"] / med["venv_floor"], 2)),
-        Row("installed form: python3 agent/hook.py, median", round(med["hook_script"], 1), "ms",
-            round(med["floor"], 1), "python3 -c pass", round(med["hook_script"] / med["floor"], 2)),
-        Row("curl to /hooks/claude-code median", round(med["curl"], 1), "ms", round(med["floor"], 1),
-            "python3 -c pass", round(med["curl"] / med["floor"], 2)),
+        Row(
+            "hook minus (floor + server's answer)", round(overhead, 1), "ms", None, "", None, "<= 15 ms", overhead <= 15
+        ),
+        Row(
+            "hook under the venv python, median",
+            round(med["hook_venv"], 1),
+            "ms",
+            round(med["venv_floor"], 1),
+            ".venv python -c pass",
+            round(med["hook_venv"] / med["venv_floor"], 2),
+        ),
+        Row(
+            "installed form: python3 agent/hook.py, median",
+            round(med["hook_script"], 1),
+            "ms",
+            round(med["floor"], 1),
+            "python3 -c pass",
+            round(med["hook_script"] / med["floor"], 2),
+        ),
+        Row(
+            "curl to /hooks/claude-code median",
+            round(med["curl"], 1),
+            "ms",
+            round(med["floor"], 1),
+            "python3 -c pass",
+            round(med["curl"] / med["floor"], 2),
+        ),
         Row("hook minus curl (client-side Python cost)", round(med["hook"] - med["curl"], 1), "ms"),
     ]
     return figure

@@ -39,9 +39,13 @@ def _requests(token: str) -> dict[str, Any]:
         return "GET", "/api/v1/health", auth, b""
 
     def submit(worker: int, n: int) -> tuple[str, str, dict[str, str], bytes]:
-        body = {"tool_name": "Bash", "tool_input": {"command": "git status"},
-                "tool_use_id": f"toolu_{uuid.uuid4().hex}", "session_id": f"bench-session-{worker}",
-                "cwd": "/tmp/bench"}
+        body = {
+            "tool_name": "Bash",
+            "tool_input": {"command": "git status"},
+            "tool_use_id": f"toolu_{uuid.uuid4().hex}",
+            "session_id": f"bench-session-{worker}",
+            "cwd": "/tmp/bench",
+        }
         return "POST", "/api/v1/permission-requests", auth, json_body(body)
 
     return {"health": health, "submit": submit}
@@ -76,8 +80,12 @@ def measure_server(ports: list[int], token: str, per_connection: int, quick: boo
                 merged[name].errors += got.errors
                 merged[name].wall_s += got.wall_s
         per_level[str(level)] = {
-            name: {**summary_ms(res.samples), "errors": len(res.errors), "first_errors": res.errors[:3],
-                   "throughput_per_s": round(res.throughput, 1)}
+            name: {
+                **summary_ms(res.samples),
+                "errors": len(res.errors),
+                "first_errors": res.errors[:3],
+                "throughput_per_s": round(res.throughput, 1),
+            }
             for name, res in merged.items()
         }
     return per_level
@@ -94,24 +102,83 @@ def run(env: Any) -> list[Figure]:
     for level in LEVELS:
         d = results["daphne"][str(level)]
         sub, base = d["submit"], d["health"]
-        fig2.rows.append(Row(f"c={level}: submit p50", sub["p50_ms"], "ms", base["p50_ms"], "health p50",
-                             ratio(sub["p50_ms"], base["p50_ms"]), "<= 1.5x no-op",
-                             ratio(sub["p50_ms"], base["p50_ms"]) <= 1.5))
-        fig2.rows.append(Row(f"c={level}: submit p99", sub["p99_ms"], "ms", base["p99_ms"], "health p99",
-                             ratio(sub["p99_ms"], base["p99_ms"])))
-        fig2.rows.append(Row(f"c={level}: submit throughput", sub["throughput_per_s"], "/s",
-                             base["throughput_per_s"], "health /s", ratio(sub["throughput_per_s"],
-                                                                          base["throughput_per_s"])))
-        fig2.rows.append(Row(f"c={level}: errors (submit + health)", sub["errors"] + base["errors"], "", None, "",
-                             None, "0", sub["errors"] + base["errors"] == 0))
+        fig2.rows.append(
+            Row(
+                f"c={level}: submit p50",
+                sub["p50_ms"],
+                "ms",
+                base["p50_ms"],
+                "health p50",
+                ratio(sub["p50_ms"], base["p50_ms"]),
+                "<= 1.5x no-op",
+                ratio(sub["p50_ms"], base["p50_ms"]) <= 1.5,
+            )
+        )
+        fig2.rows.append(
+            Row(
+                f"c={level}: submit p99",
+                sub["p99_ms"],
+                "ms",
+                base["p99_ms"],
+                "health p99",
+                ratio(sub["p99_ms"], base["p99_ms"]),
+            )
+        )
+        fig2.rows.append(
+            Row(
+                f"c={level}: submit throughput",
+                sub["throughput_per_s"],
+                "/s",
+                base["throughput_per_s"],
+                "health /s",
+                ratio(sub["throughput_per_s"], base["throughput_per_s"]),
+            )
+        )
+        fig2.rows.append(
+            Row(
+                f"c={level}: errors (submit + health)",
+                sub["errors"] + base["errors"],
+                "",
+                None,
+                "",
+                None,
+                "0",
+                sub["errors"] + base["errors"] == 0,
+            )
+        )
         u = results["uvicorn"][str(level)]
         for name in ("submit", "health"):
-            fig3.rows.append(Row(f"c={level}: {name} p50 under Uvicorn", u[name]["p50_ms"], "ms",
-                                 d[name]["p50_ms"], "Daphne", ratio(u[name]["p50_ms"], d[name]["p50_ms"])))
-        fig3.rows.append(Row(f"c={level}: submit throughput under Uvicorn", u["submit"]["throughput_per_s"], "/s",
-                             d["submit"]["throughput_per_s"], "Daphne",
-                             ratio(u["submit"]["throughput_per_s"], d["submit"]["throughput_per_s"])))
+            fig3.rows.append(
+                Row(
+                    f"c={level}: {name} p50 under Uvicorn",
+                    u[name]["p50_ms"],
+                    "ms",
+                    d[name]["p50_ms"],
+                    "Daphne",
+                    ratio(u[name]["p50_ms"], d[name]["p50_ms"]),
+                )
+            )
+        fig3.rows.append(
+            Row(
+                f"c={level}: submit throughput under Uvicorn",
+                u["submit"]["throughput_per_s"],
+                "/s",
+                d["submit"]["throughput_per_s"],
+                "Daphne",
+                ratio(u["submit"]["throughput_per_s"], d["submit"]["throughput_per_s"]),
+            )
+        )
         uvicorn_ratio = ratio(u["submit"]["p50_ms"], u["health"]["p50_ms"])
-        fig3.rows.append(Row(f"c={level}: submit p50 / no-op p50 under Uvicorn", uvicorn_ratio, "x", None, "", None,
-                             "<= 1.5x no-op", uvicorn_ratio <= 1.5))
+        fig3.rows.append(
+            Row(
+                f"c={level}: submit p50 / no-op p50 under Uvicorn",
+                uvicorn_ratio,
+                "x",
+                None,
+                "",
+                None,
+                "<= 1.5x no-op",
+                uvicorn_ratio <= 1.5,
+            )
+        )
     return [fig2, fig3]

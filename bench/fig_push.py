@@ -52,15 +52,35 @@ async def scenario(server: Any, fixtures: dict[str, Any], samples: int, pending:
 def push_rows(data: dict[str, Any], goals: bool = True) -> list[Row]:
     echo = data["echo"]
     rows = []
-    for key, name in (("created_all_dashboards", "submit -> request.created (all 20 dashboards)"),
-                      ("decided_to_agent", "decision -> agent")):
+    for key, name in (
+        ("created_all_dashboards", "submit -> request.created (all 20 dashboards)"),
+        ("decided_to_agent", "decision -> agent"),
+    ):
         s = data[key]
-        rows.append(Row(f"{name} p50", s["p50_ms"], "ms", echo["p50_ms"], "echo p50",
-                        ratio(s["p50_ms"], echo["p50_ms"]),
-                        "p50 <= 5 ms" if goals else "", s["p50_ms"] <= 5 if goals else None))
-        rows.append(Row(f"{name} p99", s["p99_ms"], "ms", echo["p99_ms"], "echo p99",
-                        ratio(s["p99_ms"], echo["p99_ms"]),
-                        "p99 <= 20 ms" if goals else "", s["p99_ms"] <= 20 if goals else None))
+        rows.append(
+            Row(
+                f"{name} p50",
+                s["p50_ms"],
+                "ms",
+                echo["p50_ms"],
+                "echo p50",
+                ratio(s["p50_ms"], echo["p50_ms"]),
+                "p50 <= 5 ms" if goals else "",
+                s["p50_ms"] <= 5 if goals else None,
+            )
+        )
+        rows.append(
+            Row(
+                f"{name} p99",
+                s["p99_ms"],
+                "ms",
+                echo["p99_ms"],
+                "echo p99",
+                ratio(s["p99_ms"], echo["p99_ms"]),
+                "p99 <= 20 ms" if goals else "",
+                s["p99_ms"] <= 20 if goals else None,
+            )
+        )
     rows.append(Row("lost pushes / errors", data["error_count"], "", None, "", None, "0", data["error_count"] == 0))
     return rows
 
@@ -71,7 +91,15 @@ def run(env: Any) -> Figure:
         data = asyncio.run(scenario(server, env.fixtures, samples, env.pick(5, PENDING, PENDING)))
     figure = Figure(5, TITLE, details=data)
     figure.rows = push_rows(data)
-    figure.rows.insert(4, Row("first dashboard's request.created p50", data["created_first_dashboard"]["p50_ms"],
-                              "ms", data["echo"]["p50_ms"], "echo p50",
-                              ratio(data["created_first_dashboard"]["p50_ms"], data["echo"]["p50_ms"])))
+    figure.rows.insert(
+        4,
+        Row(
+            "first dashboard's request.created p50",
+            data["created_first_dashboard"]["p50_ms"],
+            "ms",
+            data["echo"]["p50_ms"],
+            "echo p50",
+            ratio(data["created_first_dashboard"]["p50_ms"], data["echo"]["p50_ms"]),
+        ),
+    )
     return figure

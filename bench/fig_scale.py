@@ -28,7 +28,7 @@ CONCURRENCY = 32
 async def _open_agents(ws_url: str, tokens: list[str]) -> list[push.Socket]:
     sockets: list[push.Socket] = []
     for start in range(0, len(tokens), CONNECT_BATCH):
-        batch = tokens[start:start + CONNECT_BATCH]
+        batch = tokens[start : start + CONNECT_BATCH]
         sockets += await asyncio.gather(*(push.open_agent(ws_url, token) for token in batch))
     return sockets
 
@@ -55,10 +55,18 @@ async def sockets_scenario(server: Any, fixtures: dict[str, Any], samples: int) 
         "rss_before_mib": round(rss_before / 1024, 1),
         "rss_after_mib": round(rss_after / 1024, 1),
         "kib_per_socket": round((rss_after - rss_before) / max(1, len(many)), 1),
-        "few": {"created": summary_ms(at_few.created), "decided": summary_ms(at_few.decided),
-                "errors": at_few.errors[:3], "error_count": len(at_few.errors)},
-        "many": {"created": summary_ms(at_many.created), "decided": summary_ms(at_many.decided),
-                 "errors": at_many.errors[:3], "error_count": len(at_many.errors)},
+        "few": {
+            "created": summary_ms(at_few.created),
+            "decided": summary_ms(at_few.decided),
+            "errors": at_few.errors[:3],
+            "error_count": len(at_few.errors),
+        },
+        "many": {
+            "created": summary_ms(at_many.created),
+            "decided": summary_ms(at_many.decided),
+            "errors": at_many.errors[:3],
+            "error_count": len(at_many.errors),
+        },
     }
 
 
@@ -66,8 +74,12 @@ def throughput(ports: list[int], token: str, total: int) -> dict[str, Any]:
     factory = _requests(token)["submit"]
     asyncio.run(run_load(ports, CONCURRENCY, CONCURRENCY * 2, factory, _check_submit))  # warm-up
     result = asyncio.run(run_load(ports, CONCURRENCY, total, factory, _check_submit))
-    return {"per_s": round(result.throughput, 1), "errors": len(result.errors), "first_errors": result.errors[:3],
-            **summary_ms(result.samples)}
+    return {
+        "per_s": round(result.throughput, 1),
+        "errors": len(result.errors),
+        "first_errors": result.errors[:3],
+        **summary_ms(result.samples),
+    }
 
 
 def run(env: Any) -> Figure:
@@ -84,18 +96,64 @@ def run(env: Any) -> Figure:
     few, many = sockets["few"], sockets["many"]
     figure.rows = [
         Row(f"memory per agent socket ({n} sockets + 20 dashboards)", sockets["kib_per_socket"], "KiB"),
-        Row(f"server RSS with {n} sockets", sockets["rss_after_mib"], "MiB", sockets["rss_before_mib"],
-            "RSS with 10 sockets", ratio(sockets["rss_after_mib"], sockets["rss_before_mib"])),
+        Row(
+            f"server RSS with {n} sockets",
+            sockets["rss_after_mib"],
+            "MiB",
+            sockets["rss_before_mib"],
+            "RSS with 10 sockets",
+            ratio(sockets["rss_after_mib"], sockets["rss_before_mib"]),
+        ),
     ]
     for key, name in (("decided", "decision -> agent"), ("created", "submit -> request.created")):
         value, base = many[key]["p99_ms"], few[key]["p99_ms"]
-        figure.rows.append(Row(f"{name} p99 at {n} sockets", value, "ms", base, "p99 at 10 sockets",
-                               ratio(value, base), "<= 1.2x", ratio(value, base) <= 1.2))
-    figure.rows.append(Row("lost pushes / errors", many["error_count"] + few["error_count"], "", None, "", None,
-                           "0", many["error_count"] + few["error_count"] == 0))
+        figure.rows.append(
+            Row(
+                f"{name} p99 at {n} sockets",
+                value,
+                "ms",
+                base,
+                "p99 at 10 sockets",
+                ratio(value, base),
+                "<= 1.2x",
+                ratio(value, base) <= 1.2,
+            )
+        )
+    figure.rows.append(
+        Row(
+            "lost pushes / errors",
+            many["error_count"] + few["error_count"],
+            "",
+            None,
+            "",
+            None,
+            "0",
+            many["error_count"] + few["error_count"] == 0,
+        )
+    )
     scale = ratio(double["per_s"], single["per_s"])
-    figure.rows.append(Row(f"two processes: auto-decided submits/s (c={CONCURRENCY})", double["per_s"], "/s",
-                           single["per_s"], "one process", scale, ">= 1.6x", scale >= 1.6))
-    figure.rows.append(Row("two processes: errors", double["errors"] + single["errors"], "", None, "", None, "0",
-                           double["errors"] + single["errors"] == 0))
+    figure.rows.append(
+        Row(
+            f"two processes: auto-decided submits/s (c={CONCURRENCY})",
+            double["per_s"],
+            "/s",
+            single["per_s"],
+            "one process",
+            scale,
+            ">= 1.6x",
+            scale >= 1.6,
+        )
+    )
+    figure.rows.append(
+        Row(
+            "two processes: errors",
+            double["errors"] + single["errors"],
+            "",
+            None,
+            "",
+            None,
+            "0",
+            double["errors"] + single["errors"] == 0,
+        )
+    )
     return figure

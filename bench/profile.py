@@ -27,9 +27,24 @@ from bench.loadgen import run_load
 
 def pyspy(pid: int, out: Path, seconds: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [str(BIN / "py-spy"), "record", "--pid", str(pid), "--duration", str(seconds), "--rate", "200",
-         "--format", "raw", "--output", str(out), "--nonblocking", "--threads"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            str(BIN / "py-spy"),
+            "record",
+            "--pid",
+            str(pid),
+            "--duration",
+            str(seconds),
+            "--rate",
+            "200",
+            "--format",
+            "raw",
+            "--output",
+            str(out),
+            "--nonblocking",
+            "--threads",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
 
 
@@ -97,8 +112,14 @@ def profile_hook(env: BenchEnv) -> list[tuple[str, float]]:
         input_path.write_text(json.dumps(fig_hook.hook_input(str(env.work_dir))))
         cmd = [fig_hook.bare_python3(), "-m", "cProfile", "-o", str(out), "-m", "agent.hook", "--server", server.url]
         with open(input_path, "rb") as stdin:
-            subprocess.run(cmd, stdin=stdin, env=env.child_env(GATEHOUSE_TOKEN=env.fixtures["agent_token"]),
-                           cwd=Path(__file__).resolve().parent.parent, check=True, capture_output=True)
+            subprocess.run(
+                cmd,
+                stdin=stdin,
+                env=env.child_env(GATEHOUSE_TOKEN=env.fixtures["agent_token"]),
+                cwd=Path(__file__).resolve().parent.parent,
+                check=True,
+                capture_output=True,
+            )
     stats = pstats.Stats(str(out))
     total = max(stats.total_tt, 1e-9)  # type: ignore[attr-defined]
     rows = []

@@ -58,17 +58,21 @@ class Socket:
 
 
 async def open_agent(ws_url: str, token: str) -> Socket:
-    ws = await connect(f"{ws_url}/ws/agent/", additional_headers={"Authorization": f"Bearer {token}"},
-                       max_size=2**22, open_timeout=60)
+    ws = await connect(
+        f"{ws_url}/ws/agent/", additional_headers={"Authorization": f"Bearer {token}"}, max_size=2**22, open_timeout=60
+    )
     sock = Socket(ws)
     sock.start()
     return sock
 
 
 async def open_dashboard(ws_url: str, http_url: str, session: str) -> Socket:
-    ws = await connect(f"{ws_url}/ws/dashboard/", additional_headers={"Cookie": f"sessionid={session}",
-                                                                      "Origin": http_url},
-                       max_size=2**22, open_timeout=60)
+    ws = await connect(
+        f"{ws_url}/ws/dashboard/",
+        additional_headers={"Cookie": f"sessionid={session}", "Origin": http_url},
+        max_size=2**22,
+        open_timeout=60,
+    )
     sock = Socket(ws)
     sock.start()
     await sock.send({"type": "subscribe"})
@@ -78,8 +82,13 @@ async def open_dashboard(ws_url: str, http_url: str, session: str) -> Socket:
 
 def ask_call() -> dict[str, Any]:
     """A call no rule covers: the engine answers ask and the request waits for a person."""
-    return {"tool_name": "Bash", "tool_input": {"command": f"rm -rf build-{uuid.uuid4().hex[:8]}"},
-            "tool_use_id": f"toolu_{uuid.uuid4().hex}", "session_id": "bench-push", "cwd": "/tmp/bench"}
+    return {
+        "tool_name": "Bash",
+        "tool_input": {"command": f"rm -rf build-{uuid.uuid4().hex[:8]}"},
+        "tool_use_id": f"toolu_{uuid.uuid4().hex}",
+        "session_id": "bench-push",
+        "cwd": "/tmp/bench",
+    }
 
 
 async def submit_pending(agent: Socket) -> tuple[float, str]:
@@ -110,8 +119,10 @@ async def measure_push(agent: Socket, dashboards: list[Socket], http: httpx.Asyn
             out.created += delays
             out.created_first.append(min(delays))
             decided_at = time.perf_counter()
-            response = await http.post(f"/api/v1/permission-requests/{request_id}/decision",
-                                       json={"behavior": "allow", "message": "", "remember": "once"})
+            response = await http.post(
+                f"/api/v1/permission-requests/{request_id}/decision",
+                json={"behavior": "allow", "message": "", "remember": "once"},
+            )
             out.decide_http.append(time.perf_counter() - decided_at)
             if response.status_code != 200:
                 out.errors.append(f"decision answered {response.status_code}: {response.text[:200]}")

@@ -53,9 +53,15 @@ class Window:
 
     def summary(self) -> dict[str, Any]:
         lat, auto = sorted(self.latencies), sorted(self.auto_latencies)
-        return {"t": round(self.start), "calls": self.calls, "errors": self.errors,
-                "p50_ms": _ms(lat, 50), "p99_ms": _ms(lat, 99), "auto_p99_ms": _ms(auto, 99),
-                "rss_mib": round(self.rss_kib / 1024, 1)}
+        return {
+            "t": round(self.start),
+            "calls": self.calls,
+            "errors": self.errors,
+            "p50_ms": _ms(lat, 50),
+            "p99_ms": _ms(lat, 99),
+            "auto_p99_ms": _ms(auto, 99),
+            "rss_mib": round(self.rss_kib / 1024, 1),
+        }
 
 
 def _ms(sorted_values: list[float], p: float) -> float | None:
@@ -116,8 +122,13 @@ class SoakAgent:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.waiting[ref] = (time.perf_counter(), auto, future)
         self.soak.window().calls += 1
-        body = {"tool_name": "Bash", "tool_input": {"command": command}, "session_id": "soak",
-                "cwd": "/tmp/soak", "tool_use_id": f"toolu_{ref}"}
+        body = {
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+            "session_id": "soak",
+            "cwd": "/tmp/soak",
+            "tool_use_id": f"toolu_{ref}",
+        }
         try:
             await self.ws.send(json.dumps({"type": "permission_request", "ref": ref, "request": body}))
             await asyncio.wait_for(future, ANSWER_TIMEOUT)
@@ -149,8 +160,9 @@ async def approver_loop(http: httpx.AsyncClient, asks: asyncio.Queue[str], soak:
             request_id = await asyncio.wait_for(asks.get(), 0.5)
         except TimeoutError:
             continue
-        response = await http.post(f"/api/v1/permission-requests/{request_id}/decision",
-                                   json={"behavior": random.choice(["allow", "deny"])})
+        response = await http.post(
+            f"/api/v1/permission-requests/{request_id}/decision", json={"behavior": random.choice(["allow", "deny"])}
+        )
         if response.status_code == 200:
             soak.asks_decided += 1
         else:
@@ -189,13 +201,20 @@ async def run(servers: list[Server], fixtures: dict[str, Any], args: argparse.Na
     agents = []
     for i, token in enumerate(tokens):
         server = servers[i % len(servers)]
-        ws = await connect(f"{server.ws_url}/ws/agent/", additional_headers={"Authorization": f"Bearer {token}"},
-                           open_timeout=60, max_size=2**22)
+        ws = await connect(
+            f"{server.ws_url}/ws/agent/",
+            additional_headers={"Authorization": f"Bearer {token}"},
+            open_timeout=60,
+            max_size=2**22,
+        )
         agents.append(SoakAgent(ws, soak, asks))
     soak.started = time.monotonic()
     until = soak.started + args.seconds
-    async with httpx.AsyncClient(base_url=servers[-1].url, timeout=ANSWER_TIMEOUT,
-                                 headers={"Authorization": f"Bearer {fixtures['approver_token']}"}) as http:
+    async with httpx.AsyncClient(
+        base_url=servers[-1].url,
+        timeout=ANSWER_TIMEOUT,
+        headers={"Authorization": f"Bearer {fixtures['approver_token']}"},
+    ) as http:
         helpers = [asyncio.ensure_future(approver_loop(http, asks, soak, stop)) for _ in range(2)]
         helpers += [asyncio.ensure_future(dashboard_reader(b, soak, stop)) for b in boards]
         helpers.append(asyncio.ensure_future(sample_memory(servers, soak, stop)))
@@ -307,8 +326,13 @@ def main(argv: list[str] | None = None) -> int:
         env.stop()
     keys = ("agents", "rate", "dashboards", "seconds", "ask_every", "servers", "server_kind")
     config = {k: getattr(args, k) for k in keys}
-    result: dict[str, Any] = {"config": config, "database": env.database_kind, "verdict": verdict(soak),
-                              "windows": [w.summary() for w in soak.windows], "error_samples": soak.error_samples}
+    result: dict[str, Any] = {
+        "config": config,
+        "database": env.database_kind,
+        "verdict": verdict(soak),
+        "windows": [w.summary() for w in soak.windows],
+        "error_samples": soak.error_samples,
+    }
     if not result["verdict"]["passed"]:
         result["server_log_tail"] = log_tail
     text = json.dumps(result, indent=1)

@@ -194,8 +194,12 @@ GATEHOUSE_REDIS_PREFIX = env_str("GATEHOUSE_REDIS_PREFIX", "gatehouse")
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "ratelimit": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-         "KEY_PREFIX": f"{GATEHOUSE_REDIS_PREFIX}:rl", "OPTIONS": {"socket_timeout": 2}}
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": f"{GATEHOUSE_REDIS_PREFIX}:rl",
+            "OPTIONS": {"socket_timeout": 2},
+        }
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ratelimit"}
     ),

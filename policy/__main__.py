@@ -53,8 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("decide", help="read one request as JSON on stdin, print the decision")
     lint = commands.add_parser("lint", help="lint Claude Code settings files")
     lint.add_argument("files", nargs="+")
-    lint.add_argument("--source", default="projectSettings",
-                      help="source to assume for files that do not say (default projectSettings)")
+    lint.add_argument(
+        "--source",
+        default="projectSettings",
+        help="source to assume for files that do not say (default projectSettings)",
+    )
     args = parser.parse_args(argv)
     if args.command == "decide":
         return _decide()

@@ -9,17 +9,43 @@ from policy.paths import inside_any, looks_like_path, normalise, working_directo
 from policy.shell import analyse
 
 NAME = "readonly"
-SAFE_TOOLS = frozenset(
-    {"Read", "Glob", "Grep", "LS", "TodoWrite", "WebSearch", "BashOutput", "ExitPlanMode"}
-)
+SAFE_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "TodoWrite", "WebSearch", "BashOutput", "ExitPlanMode"})
 READONLY_COMMANDS = frozenset(
-    {"ls", "cat", "head", "tail", "wc", "grep", "rg", "pwd", "echo", "which", "file",
-     "stat", "du", "df", "tree", "less", "more", "diff", "whoami", "date", "uname",
-     "true", "false", "basename", "dirname", "realpath", "sort", "uniq", "cut", "tr"}
+    {
+        "ls",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "grep",
+        "rg",
+        "pwd",
+        "echo",
+        "which",
+        "file",
+        "stat",
+        "du",
+        "df",
+        "tree",
+        "less",
+        "more",
+        "diff",
+        "whoami",
+        "date",
+        "uname",
+        "true",
+        "false",
+        "basename",
+        "dirname",
+        "realpath",
+        "sort",
+        "uniq",
+        "cut",
+        "tr",
+    }
 )
 READONLY_GIT = frozenset(
-    {"status", "log", "diff", "show", "branch", "blame", "rev-parse", "ls-files",
-     "describe", "shortlog", "remote"}
+    {"status", "log", "diff", "show", "branch", "blame", "rev-parse", "ls-files", "describe", "shortlog", "remote"}
 )
 # Arguments that make an otherwise read-only command write or execute.
 _WRITING_FLAGS = frozenset({"-o", "--output", "--exec", "-exec", "-delete", "-i", "--in-place"})
@@ -53,7 +79,10 @@ def classify_readonly(
 
 
 def _readonly_problem(
-    words: tuple[str, ...], wrappers: tuple[str, ...], cwd: str, home: str,
+    words: tuple[str, ...],
+    wrappers: tuple[str, ...],
+    cwd: str,
+    home: str,
     roots: tuple[str, ...],
 ) -> str | None:
     if wrappers:

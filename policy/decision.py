@@ -9,8 +9,19 @@ Behavior = Literal["allow", "deny", "ask"]
 
 # SPEC §3 reason types; validation and unknown tools are reported as ``other``.
 REASON_TYPES = frozenset(
-    {"rule", "hook", "classifier", "mode", "safetyCheck", "workingDirectory", "user",
-     "timeout", "headless", "cancelled", "other"}
+    {
+        "rule",
+        "hook",
+        "classifier",
+        "mode",
+        "safetyCheck",
+        "workingDirectory",
+        "user",
+        "timeout",
+        "headless",
+        "cancelled",
+        "other",
+    }
 )
 
 

@@ -17,9 +17,7 @@ def pattern_key(tool_name: str, suggested_rule: str | None) -> str:
     return suggested_rule or tool_name
 
 
-def record(
-    state: Mapping[str, Any] | None, session_id: str, key: str, behavior: str
-) -> dict[str, Any]:
+def record(state: Mapping[str, Any] | None, session_id: str, key: str, behavior: str) -> dict[str, Any]:
     """Return the new state after one outcome; an allow resets, an ask changes nothing."""
     previous = dict(state) if isinstance(state, Mapping) else {}
     if previous.get("session_id") != session_id:

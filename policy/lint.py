@@ -35,8 +35,7 @@ def lint_rules(items: Iterable[Any], *, now: datetime | None = None) -> list[Fin
     compiled: list[CompiledRule] = []
     for item in _flatten(items, findings):
         try:
-            rule = compile_rule(item.get("rule"), item.get("behavior"), item.get("source"),
-                                item.get("expires_at"))
+            rule = compile_rule(item.get("rule"), item.get("behavior"), item.get("source"), item.get("expires_at"))
         except RuleSyntaxError as exc:
             text = str(item.get("rule"))
             findings.append(Finding("invalid", text, str(exc).removeprefix(f"{text}: ")))
@@ -71,8 +70,7 @@ def _single(rule: CompiledRule, now: datetime) -> list[Finding]:
             return [Finding("unknownTool", text, f"no tool is called {name!r}")]
     content_ok = (rule.command or rule.path or rule.domain) is not None
     if rule.rule.content is not None and not content_ok and name not in _CONTENT_TOOLS:
-        return [Finding("neverMatches", text,
-                        f"{name} rules take no specifier; use {name!r} alone")]
+        return [Finding("neverMatches", text, f"{name} rules take no specifier; use {name!r} alone")]
     return []
 
 
@@ -80,14 +78,15 @@ def _against_earlier(rule: CompiledRule, earlier: list[CompiledRule]) -> list[Fi
     findings: list[Finding] = []
     for other in earlier:
         if other.rule == rule.rule and other.behavior == rule.behavior:
-            findings.append(Finding("duplicate", rule.text,
-                                    f"duplicates the {other.source} rule"))
+            findings.append(Finding("duplicate", rule.text, f"duplicates the {other.source} rule"))
         elif _covers(other, rule) and _STRENGTH[other.behavior] > _STRENGTH[rule.behavior]:
-            findings.append(Finding("shadowed", rule.text,
-                                    f"{other.behavior} rule {other.text} ({other.source}) always wins"))
+            findings.append(
+                Finding("shadowed", rule.text, f"{other.behavior} rule {other.text} ({other.source}) always wins")
+            )
         elif _covers(rule, other) and _STRENGTH[rule.behavior] > _STRENGTH[other.behavior]:
-            findings.append(Finding("shadowed", other.text,
-                                    f"{rule.behavior} rule {rule.text} ({rule.source}) always wins"))
+            findings.append(
+                Finding("shadowed", other.text, f"{rule.behavior} rule {rule.text} ({rule.source}) always wins")
+            )
     return findings
 
 

@@ -16,10 +16,28 @@ PROTECTED_DIRS = (".git", ".claude", ".vscode", ".idea", ".husky")
 PROTECTED_EXEMPT = (".claude/commands", ".claude/agents", ".claude/skills")
 PROTECTED_FILES = frozenset(
     {
-        ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-        ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".cshrc",
-        ".tcshrc", ".kshrc", ".inputrc", ".gitconfig", ".gitmodules",
-        ".mcp.json", ".claude.json", ".ripgreprc", ".npmrc", ".pypirc", ".netrc",
+        ".bashrc",
+        ".bash_profile",
+        ".bash_login",
+        ".bash_logout",
+        ".profile",
+        ".zshrc",
+        ".zshenv",
+        ".zprofile",
+        ".zlogin",
+        ".zlogout",
+        ".cshrc",
+        ".tcshrc",
+        ".kshrc",
+        ".inputrc",
+        ".gitconfig",
+        ".gitmodules",
+        ".mcp.json",
+        ".claude.json",
+        ".ripgreprc",
+        ".npmrc",
+        ".pypirc",
+        ".netrc",
     }
 )
 DEVICE_PREFIXES = ("/dev/", "/proc/", "/sys/")
@@ -172,8 +190,18 @@ def device_reason(path: NormalPath) -> str | None:
 
 # Credentials and keys: a command that names one never auto-allows.
 SENSITIVE_HOME = (
-    ".ssh", ".aws", ".gnupg", ".kube", ".azure", ".config/gcloud", ".docker/config.json",
-    ".netrc", ".npmrc", ".pypirc", ".git-credentials", ".config/gh",
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".kube",
+    ".azure",
+    ".config/gcloud",
+    ".docker/config.json",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    ".config/gh",
 )
 SENSITIVE_ABSOLUTE = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/root")
 

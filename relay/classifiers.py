@@ -148,5 +148,12 @@ class ClassifierRacer:
         if verdict.get("behavior") != "allow":
             return []
         name = str(verdict.get("name") or self.classifier.name)
-        return [Offer("allow", f"classifier {name}", "classifier", reason_type="classifier",
-                      reason_extra={"classifier": name, "verdict": "allow", "detail": verdict.get("reason", "")})]
+        return [
+            Offer(
+                "allow",
+                f"classifier {name}",
+                "classifier",
+                reason_type="classifier",
+                reason_extra={"classifier": name, "verdict": "allow", "detail": verdict.get("reason", "")},
+            )
+        ]

@@ -126,8 +126,9 @@ def decision_frame(ref: Any, request: PermissionRequest, decision: Decision) -> 
     }
 
 
-DECISION_KEYS = frozenset(("id", "behavior", "message", "updated_input", "reason", "decided_by", "surface",
-                           "decided_at"))
+DECISION_KEYS = frozenset(
+    ("id", "behavior", "message", "updated_input", "reason", "decided_by", "surface", "decided_at")
+)
 FINISHED_STATES = frozenset(str(s.value) for s in (RequestState.DECIDED, RequestState.CANCELLED, RequestState.EXPIRED))
 
 
@@ -197,8 +198,9 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
             await self.send_error(exc.code, exc.message, **self._ref_of(frame))
         except Exception:
             log.exception("%s failed on a %s frame", type(self).__name__, frame.get("type"))
-            await self.send_error("internal", "the server could not handle this frame; try again",
-                                  **self._ref_of(frame))
+            await self.send_error(
+                "internal", "the server could not handle this frame; try again", **self._ref_of(frame)
+            )
 
     @staticmethod
     def _ref_of(frame: dict[str, Any]) -> dict[str, Any]:
@@ -304,9 +306,12 @@ class AgentConsumer(GatehouseConsumer):
         agent, code = await _authenticate(token) if token else (None, CLOSE_UNAUTHENTICATED)
         if agent is None:
             self.closing = True
-            await self.send_error("unauthenticated" if code == CLOSE_UNAUTHENTICATED else "forbidden",
-                                  "send 'Authorization: Bearer <agent token>'" if code == CLOSE_UNAUTHENTICATED
-                                  else "this token is revoked or is not an agent's token")
+            await self.send_error(
+                "unauthenticated" if code == CLOSE_UNAUTHENTICATED else "forbidden",
+                "send 'Authorization: Bearer <agent token>'"
+                if code == CLOSE_UNAUTHENTICATED
+                else "this token is revoked or is not an agent's token",
+            )
             await self.close(code)
             return
         self.agent = agent
@@ -349,11 +354,22 @@ class AgentConsumer(GatehouseConsumer):
         try:
             result = await db(services.request_submit)(agent=self.agent, call=call)
         except services.AuditUnavailable:
-            await self.send_json({"type": "decision", "ref": ref, "id": None, "status": "decided",
-                                  "decision": {"behavior": "deny", "message": services.AUDIT_UNAVAILABLE,
-                                               "updated_input": None, "reason": {"type": "other",
-                                               "detail": "audit unavailable"}, "decided_by": "gatehouse",
-                                               "surface": "engine"}})
+            await self.send_json(
+                {
+                    "type": "decision",
+                    "ref": ref,
+                    "id": None,
+                    "status": "decided",
+                    "decision": {
+                        "behavior": "deny",
+                        "message": services.AUDIT_UNAVAILABLE,
+                        "updated_input": None,
+                        "reason": {"type": "other", "detail": "audit unavailable"},
+                        "decided_by": "gatehouse",
+                        "surface": "engine",
+                    },
+                }
+            )
             return
         except services.ServiceError as exc:
             await self.send_error("invalid_request", str(exc), ref=ref)
@@ -400,8 +416,9 @@ class AgentConsumer(GatehouseConsumer):
         error = frame.get("error", "")
         if not frame["ok"] and not isinstance(error, str):
             error = json.dumps(error, default=str)
-        await db(services.request_record_result)(request=request, ok=frame["ok"], output=frame.get("output"),
-                                                 error=error)
+        await db(services.request_record_result)(
+            request=request, ok=frame["ok"], output=frame.get("output"), error=error
+        )
         if not frame["ok"]:
             from relay import observability
 
@@ -425,8 +442,9 @@ class AgentConsumer(GatehouseConsumer):
         found = await db(lambda: list(PermissionRequest.objects.filter(pk__in=list(wanted), agent_id=agent_id)))()
         known = {r.pk for r in found}
         for request_id in wanted.keys() - known:
-            await self.send_error("not_found", f"request {request_id} does not exist or is not yours",
-                                  id=str(request_id))
+            await self.send_error(
+                "not_found", f"request {request_id} does not exist or is not yours", id=str(request_id)
+            )
         for request in found:
             self.team_of[request.pk] = request.team_id
             self.refs[request.pk] = wanted[request.pk]
@@ -476,8 +494,9 @@ class AgentConsumer(GatehouseConsumer):
         # The event was sent after the audit row committed and carries that row: no
         # database read (and no worker thread) on the way to the agent.
         ref = self.refs.pop(request_id)
-        await self.send_json({"type": "decision", "ref": ref, "id": str(request_id), "status": event["state"],
-                              "decision": decision})
+        await self.send_json(
+            {"type": "decision", "ref": ref, "id": str(request_id), "status": event["state"], "decision": decision}
+        )
 
     request_decided = request_finished
     request_cancelled = request_finished
@@ -602,8 +621,12 @@ class DashboardConsumer(GatehouseConsumer):
         team_id = await db(_visible_team)(request_id, self.user)
         if team_id is None:
             raise FrameError("not_found", f"request {request_id} does not exist or is not in your teams")
-        event = {"type": event_type, "request_id": str(request_id), "by": self.user.get_username(),
-                 "sender": self.channel_name}
+        event = {
+            "type": event_type,
+            "request_id": str(request_id),
+            "by": self.user.get_username(),
+            "sender": self.channel_name,
+        }
         for group in (events.team_group(team_id), events.ALL_TEAMS_GROUP):
             await self.channel_layer.group_send(group, event)
 
@@ -622,9 +645,16 @@ class DashboardConsumer(GatehouseConsumer):
         card = await fanout.CARDS.card(event)
         html = card.html_for(self.user) if card is not None else None
         if card is not None and html is not None:
-            await self.send_json({"type": event["type"], "id": card.id, "html": html,
-                                  "behavior": event.get("behavior"), "decided_by": event.get("decided_by"),
-                                  "surface": event.get("surface")})
+            await self.send_json(
+                {
+                    "type": event["type"],
+                    "id": card.id,
+                    "html": html,
+                    "behavior": event.get("behavior"),
+                    "decided_by": event.get("decided_by"),
+                    "surface": event.get("surface"),
+                }
+            )
 
     request_decided = request_finished
     request_cancelled = request_finished
@@ -650,4 +680,3 @@ class DashboardConsumer(GatehouseConsumer):
         self.closing = True
         await self.send_error("session_ended", "you logged out; log in again to keep watching")
         await self.close(CLOSE_UNAUTHENTICATED)
-

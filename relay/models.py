@@ -20,9 +20,7 @@ class SurfaceMessage(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["surface", "channel", "message_id"], name="surface_message_unique"
-            ),
+            models.UniqueConstraint(fields=["surface", "channel", "message_id"], name="surface_message_unique"),
         ]
 
     def __str__(self) -> str:

@@ -76,9 +76,7 @@ def loser_message(result: DecideResult) -> str:
     return outcome_text(result.request, result.decision, holder=result.holder, prefix="already ")
 
 
-def outcome_text(
-    request: PermissionRequest, decision: Decision | None, *, holder: str = "", prefix: str = ""
-) -> str:
+def outcome_text(request: PermissionRequest, decision: Decision | None, *, holder: str = "", prefix: str = "") -> str:
     """How a finished request is described on every surface: 'allowed by alice via web'."""
     if decision is None:
         if holder:

@@ -153,9 +153,16 @@ def pre_tool_use_outputs(
         name = f"webhook {hook.name}"
         if isinstance(answer, WebhookError):
             if hook.on_error == Webhook.OnError.DENY:
-                outputs.append({"hook": name, "hookSpecificOutput": {
-                    "hookEventName": "PreToolUse", "permissionDecision": "deny",
-                    "permissionDecisionReason": _failure_text(hook, answer)}})
+                outputs.append(
+                    {
+                        "hook": name,
+                        "hookSpecificOutput": {
+                            "hookEventName": "PreToolUse",
+                            "permissionDecision": "deny",
+                            "permissionDecisionReason": _failure_text(hook, answer),
+                        },
+                    }
+                )
             continue
         inner = answer.get("hookSpecificOutput", answer)
         if isinstance(inner, dict) and inner:
@@ -175,8 +182,7 @@ def permission_request_outputs(
         name = f"webhook {hook.name}"
         if isinstance(answer, WebhookError):
             if hook.on_error == Webhook.OnError.DENY:
-                outputs.append({"hook": name, "decision": {"behavior": "deny",
-                                                           "message": _failure_text(hook, answer)}})
+                outputs.append({"hook": name, "decision": {"behavior": "deny", "message": _failure_text(hook, answer)}})
             continue
         inner = answer.get("hookSpecificOutput", answer)
         if isinstance(inner, dict) and inner:
@@ -187,9 +193,20 @@ def permission_request_outputs(
 def _unknown_hooks() -> dict[str, Any]:
     # We could not even learn which hooks apply (database trouble): a hook that is set
     # to deny on error may be among them, so never let rules auto-allow — ask.
-    return {"pre_tool_use_hooks": [{"hook": "webhooks", "hookSpecificOutput": {
-        "hookEventName": "PreToolUse", "permissionDecision": "ask",
-        "permissionDecisionReason": "Gatehouse could not run its PreToolUse webhooks; a person must decide."}}]}
+    return {
+        "pre_tool_use_hooks": [
+            {
+                "hook": "webhooks",
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "ask",
+                    "permissionDecisionReason": (
+                        "Gatehouse could not run its PreToolUse webhooks; a person must decide."
+                    ),
+                },
+            }
+        ]
+    }
 
 
 def pre_decision(call: dict[str, Any], *, team_id: int) -> PreDecisionWork | None:
@@ -211,9 +228,7 @@ def pre_decision(call: dict[str, Any], *, team_id: int) -> PreDecisionWork | Non
         try:
             contribution: dict[str, Any] = {"pre_tool_use_hooks": pre_tool_use_outputs(call, team_id, pre_tool_use)}
             if headless:
-                contribution["permission_request_hooks"] = permission_request_outputs(
-                    call, team_id, permission_request
-                )
+                contribution["permission_request_hooks"] = permission_request_outputs(call, team_id, permission_request)
             return contribution
         except Exception:
             log.exception("PreToolUse webhooks could not be run")
@@ -258,16 +273,26 @@ class PermissionRequestWebhooks:
             extra = {"hook": f"webhook {hook.name}", "event": "PermissionRequest"}
             if isinstance(answer, WebhookError):
                 if hook.on_error == Webhook.OnError.DENY:
-                    offers.append(Offer("deny", f"webhook {hook.name}", "webhook", _failure_text(hook, answer),
-                                        reason_extra=extra))
+                    offers.append(
+                        Offer(
+                            "deny", f"webhook {hook.name}", "webhook", _failure_text(hook, answer), reason_extra=extra
+                        )
+                    )
                 continue
             decision = _decision_of(answer)
             if decision is None:
                 continue
             updated = decision.get("updatedInput")
             message = decision.get("message")
-            offers.append(Offer(decision["behavior"], f"webhook {hook.name}", "webhook",
-                                message if isinstance(message, str) else "",
-                                updated if isinstance(updated, dict) else None, reason_extra=extra))
+            offers.append(
+                Offer(
+                    decision["behavior"],
+                    f"webhook {hook.name}",
+                    "webhook",
+                    message if isinstance(message, str) else "",
+                    updated if isinstance(updated, dict) else None,
+                    reason_extra=extra,
+                )
+            )
         # A deny from any hook beats an allow from another, as in Claude Code.
         return sorted(offers, key=lambda offer: offer.behavior != "deny")

@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 BIN=.venv/bin
 
 $BIN/ruff check .
+$BIN/ruff format --check .
 $BIN/mypy .
 
 PG_URL="${GATEHOUSE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"

@@ -118,7 +118,5 @@ class Tool:
         """Check what the schema cannot (a file exists, a path is inside the sandbox)."""
         return InputCheck.passed()
 
-    async def call(
-        self, tool_input: dict[str, Any], context: ToolContext, on_progress: ProgressCallback
-    ) -> ToolOutput:
+    async def call(self, tool_input: dict[str, Any], context: ToolContext, on_progress: ProgressCallback) -> ToolOutput:
         raise NotImplementedError

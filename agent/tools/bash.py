@@ -114,8 +114,11 @@ class BashTool(Tool):
         if not tool_input["command"].strip():
             return InputCheck.reject("command must not be empty.", 1)
         if tool_input.get("dangerouslyDisableSandbox") and not self.allow_unsandboxed:
-            return InputCheck.reject("This agent does not run commands outside the sandbox; "
-                                     "drop dangerouslyDisableSandbox and work inside the working directories.", 10)
+            return InputCheck.reject(
+                "This agent does not run commands outside the sandbox; "
+                "drop dangerouslyDisableSandbox and work inside the working directories.",
+                10,
+            )
         if self.sandbox == "on" and not sandbox_available():
             return InputCheck.reject("The command sandbox (bubblewrap) is not available on this machine.", 11)
         return InputCheck.passed()
@@ -129,8 +132,11 @@ class BashTool(Tool):
         unsandboxed = bool(tool_input.get("dangerouslyDisableSandbox")) and self.allow_unsandboxed
         process = await asyncio.create_subprocess_exec(
             *self._argv(tool_input["command"], context, unsandboxed),
-            cwd=context.cwd, env={**os.environ, **context.env},
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            cwd=context.cwd,
+            env={**os.environ, **context.env},
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
         )
         shell = BackgroundShell(f"bash_{next(_ids)}", tool_input["command"], process)
@@ -195,9 +201,13 @@ class BashOutputTool(Tool):
         output = shell.output
         fresh, shell.read_upto = output[shell.read_upto :], len(output)
         status = "running" if shell.running else f"completed (exit code {shell.process.returncode})"
-        return ToolOutput(f"<status>{status}</status>\n{fresh}".rstrip(), {
-            "status": "running" if shell.running else "completed", "exit_code": shell.process.returncode,
-        })
+        return ToolOutput(
+            f"<status>{status}</status>\n{fresh}".rstrip(),
+            {
+                "status": "running" if shell.running else "completed",
+                "exit_code": shell.process.returncode,
+            },
+        )
 
 
 class KillShellTool(Tool):

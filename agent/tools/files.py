@@ -116,7 +116,8 @@ class EditTool(Tool):
             return InputCheck.reject(
                 f"Found {count} matches of the string to replace, but replace_all is false. "
                 "To replace all occurrences, set replace_all to true. To replace only one, "
-                "add more surrounding context to make it unique.", 9,
+                "add more surrounding context to make it unique.",
+                9,
             )
         return InputCheck.passed()
 

@@ -162,7 +162,9 @@ class AuditListApi(ApiView):
             (200, "application/json"): AuditRowSerializer(many=True),
             (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="format=csv"),
             (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR, description="format=jsonl"),
-            400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer,
+            400: ErrorSerializer,
+            401: ErrorSerializer,
+            403: ErrorSerializer,
         },
         description="The audit log of your teams, newest first (people only). Cursor-paginated as JSON; "
         "`format=csv` or `format=jsonl` streams every matching row.",

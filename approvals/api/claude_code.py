@@ -192,9 +192,7 @@ def parse_options(query: Any) -> HookOptions:
     if context not in Context.values:
         raise HookInputError(f"context must be one of {', '.join(Context.values)}")
     withdraw = query.get("withdraw") in ("1", "true")
-    return HookOptions(
-        wait=wait, on_timeout=on_timeout, ask_locally=ask == "local", context=context, withdraw=withdraw
-    )
+    return HookOptions(wait=wait, on_timeout=on_timeout, ask_locally=ask == "local", context=context, withdraw=withdraw)
 
 
 # --- rendering: the exact stdout Claude Code honours ------------------------------------

@@ -48,8 +48,10 @@ class StrictSerializer(serializers.Serializer):
             not_text = {
                 key: ["must be a string"]
                 for key, field in self.fields.items()
-                if isinstance(field, serializers.CharField) and data.get(key) is not None
-                and not isinstance(data[key], str) and not isinstance(self, QuerySerializer)
+                if isinstance(field, serializers.CharField)
+                and data.get(key) is not None
+                and not isinstance(data[key], str)
+                and not isinstance(self, QuerySerializer)
             }
             if not_text:
                 raise serializers.ValidationError(not_text)

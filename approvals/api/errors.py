@@ -49,8 +49,11 @@ def database_unavailable() -> Response:
     """Fail closed with the same deny body as an unwritable audit row (503, never a 500)."""
     return Response(
         {
-            "decision": {"behavior": "deny", "reason": {"type": "other", "detail": "audit unavailable"},
-                         "message": DATABASE_UNAVAILABLE},
+            "decision": {
+                "behavior": "deny",
+                "reason": {"type": "other", "detail": "audit unavailable"},
+                "message": DATABASE_UNAVAILABLE,
+            },
             **error_body("audit_unavailable", DATABASE_UNAVAILABLE),
         },
         status=status.HTTP_503_SERVICE_UNAVAILABLE,
@@ -86,9 +89,7 @@ def _is_api(request: HttpRequest) -> bool:
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """`handler404`: JSON under /api/ (clients parse it), the HTML page elsewhere."""
     if _is_api(request):
-        return JsonResponse(
-            error_body("not_found", f"No API endpoint at {request.path}; see /api/docs/."), status=404
-        )
+        return JsonResponse(error_body("not_found", f"No API endpoint at {request.path}; see /api/docs/."), status=404)
     return defaults.page_not_found(request, exception or Exception("not found"))
 
 

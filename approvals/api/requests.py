@@ -133,8 +133,14 @@ class PermissionRequestSubmitApi(ApiView):
         operation_id="permission_requests_submit",
         parameters=[WAIT_PARAMETER],
         request=InputSerializer,
-        responses={200: RequestOutputSerializer, 202: RequestOutputSerializer, 503: AuditUnavailableSerializer,
-                   409: ErrorSerializer, 413: ErrorSerializer, **ERRORS},
+        responses={
+            200: RequestOutputSerializer,
+            202: RequestOutputSerializer,
+            503: AuditUnavailableSerializer,
+            409: ErrorSerializer,
+            413: ErrorSerializer,
+            **ERRORS,
+        },
         description="Submit one proposed tool call (agents only). Replaying a `tool_use_id` returns the same "
         "request; reusing it for a different call is a 409.",
     )
@@ -181,9 +187,9 @@ class PermissionRequestListApi(ApiView):
     def get(self, request: Request) -> Response:
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        rows = selectors.requests_filtered(request.user, **{
-            key: filters.validated_data.get(key) for key in ("state", "agent", "session")
-        })
+        rows = selectors.requests_filtered(
+            request.user, **{key: filters.validated_data.get(key) for key in ("state", "agent", "session")}
+        )
         paginator = self.Pagination()
         page = paginator.paginate_queryset(rows, request, view=self) or []
         payloads = [selectors.request_payload(row, selectors.joined_decision(row)) for row in page]

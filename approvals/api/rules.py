@@ -47,8 +47,13 @@ class RuleInputSerializer(StrictSerializer):
         choices=RuleSource.choices, default=RuleSource.LOCAL_SETTINGS
     )
     scope = serializers.ChoiceField(choices=RuleScope.choices, default=RuleScope.GLOBAL)
-    agent = serializers.CharField(max_length=100, required=False, allow_null=True, default=None,
-                                  help_text="Agent name (scope `agent`, or to narrow a session/project rule).")
+    agent = serializers.CharField(
+        max_length=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Agent name (scope `agent`, or to narrow a session/project rule).",
+    )
     project_path = serializers.CharField(max_length=4096, required=False, allow_blank=True, default="")
     session_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
@@ -197,13 +202,15 @@ class RuleUpdateApi(ApiView):
         updated = service_call(services.rule_update, rule=rule, **changes)
         return Response(RuleOutputSerializer(updated).data)
 
-    @extend_schema(operation_id="rules_partial_update", request=InputSerializer,
-                   responses={200: RuleOutputSerializer, **ERRORS})
+    @extend_schema(
+        operation_id="rules_partial_update", request=InputSerializer, responses={200: RuleOutputSerializer, **ERRORS}
+    )
     def patch(self, request: Request, rule_id: int) -> Response:
         return self._update(request, rule_id, partial=True)
 
-    @extend_schema(operation_id="rules_update", request=InputSerializer,
-                   responses={200: RuleOutputSerializer, **ERRORS})
+    @extend_schema(
+        operation_id="rules_update", request=InputSerializer, responses={200: RuleOutputSerializer, **ERRORS}
+    )
     def put(self, request: Request, rule_id: int) -> Response:
         return self._update(request, rule_id, partial=False)
 
@@ -241,7 +248,10 @@ class RuleExplainApi(ApiView):
         agent = serializers.CharField(max_length=100, required=False, help_text="Apply this agent's scoped rules too.")
         team = serializers.CharField(max_length=64, required=False, help_text="Team name; defaults to your only team.")
         rules = serializers.ListField(
-            child=serializers.DictField(), required=False, default=list, max_length=200,
+            child=serializers.DictField(),
+            required=False,
+            default=list,
+            max_length=200,
             help_text="Extra rules to try, as `python -m policy decide` takes them; nothing is saved.",
         )
 

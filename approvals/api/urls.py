@@ -41,8 +41,12 @@ urlpatterns = [
     path(
         "rules/<int:rule_id>",
         api_route(
-            {"get": rules.RuleDetailApi, "patch": rules.RuleUpdateApi, "put": rules.RuleUpdateApi,
-             "delete": rules.RuleDeleteApi},
+            {
+                "get": rules.RuleDetailApi,
+                "patch": rules.RuleUpdateApi,
+                "put": rules.RuleUpdateApi,
+                "delete": rules.RuleDeleteApi,
+            },
             rules.RuleItemApi,
         ),
         name="api-rule",

@@ -83,7 +83,6 @@ class CallContext:
         return self.cwd if os.path.isabs(self.cwd) else "/"
 
 
-
 def rule_keys(spec: ToolSpec) -> tuple[str, ...]:
     """Rule tool names that apply: ``Edit`` rules cover every editing tool, etc."""
     name, kind = spec.name, spec.kind
@@ -104,12 +103,24 @@ def _relative(path: str, root: str) -> str | None:
 
 
 def build_context(
-    spec: ToolSpec, tool_input: dict[str, Any], *, cwd: str, home: str, mode: str,
-    additional: tuple[str, ...], now: datetime,
+    spec: ToolSpec,
+    tool_input: dict[str, Any],
+    *,
+    cwd: str,
+    home: str,
+    mode: str,
+    additional: tuple[str, ...],
+    now: datetime,
 ) -> CallContext:
     ctx = CallContext(
-        spec, tool_input, cwd, home, mode,
-        working_directories(cwd, additional, home), now, additional,
+        spec,
+        tool_input,
+        cwd,
+        home,
+        mode,
+        working_directories(cwd, additional, home),
+        now,
+        additional,
     )
     if spec.kind == "bash":
         ctx.analysis = analyse(tool_input.get("command", ""), cwd, additional, home, ctx.resolver)

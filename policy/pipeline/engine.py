@@ -22,19 +22,20 @@ from policy.tools import ToolSpec, lookup
 from policy.tools.validation import validate
 
 
-def decide(
-    doc: Mapping[str, Any], *, rules: CompiledRules | None = None, now: datetime | None = None
-) -> Decision:
+def decide(doc: Mapping[str, Any], *, rules: CompiledRules | None = None, now: datetime | None = None) -> Decision:
     """Decide allow / deny / ask for one call; never raises (errors become denies)."""
     run = Run()
     try:
         return _decide(doc, rules, now or datetime.now(UTC), run)
     except Exception as exc:
         run.step("internal", "error", error=type(exc).__name__)
-        return run.decision(Verdict(
-            "deny", simple_reason("other", f"internal error: {type(exc).__name__}"),
-            "The permission engine failed on this request, so it was denied.",
-        ))
+        return run.decision(
+            Verdict(
+                "deny",
+                simple_reason("other", f"internal error: {type(exc).__name__}"),
+                "The permission engine failed on this request, so it was denied.",
+            )
+        )
 
 
 def _fail(run: Run, layer: str, detail: str, message: str) -> Decision:
@@ -42,9 +43,7 @@ def _fail(run: Run, layer: str, detail: str, message: str) -> Decision:
     return run.decision(Verdict("deny", simple_reason("other", detail), message))
 
 
-def _decide(
-    doc: Mapping[str, Any], given: CompiledRules | None, now: datetime, run: Run
-) -> Decision:
+def _decide(doc: Mapping[str, Any], given: CompiledRules | None, now: datetime, run: Run) -> Decision:
     try:
         request = parse_request(doc)
     except RequestError as exc:
@@ -53,8 +52,12 @@ def _decide(
     run.tool_name = found.spec.name if found.spec else str(request.tool_name)
     run.tool_input = request.tool_input if isinstance(request.tool_input, dict) else {}
     if found.spec is None:
-        return _fail(run, "toolLookup", "unknownTool",
-                     f"<tool_use_error>Error: No such tool available: {request.tool_name}</tool_use_error>")
+        return _fail(
+            run,
+            "toolLookup",
+            "unknownTool",
+            f"<tool_use_error>Error: No such tool available: {request.tool_name}</tool_use_error>",
+        )
     run.warnings.extend(found.warnings)
     run.step("toolLookup", "found", tool=found.spec.name)
     try:
@@ -64,9 +67,7 @@ def _decide(
     return _with_valid_input(request, found.spec, rules, now, run)
 
 
-def _with_valid_input(
-    request: Request, spec: ToolSpec, rules: CompiledRules, now: datetime, run: Run
-) -> Decision:
+def _with_valid_input(request: Request, spec: ToolSpec, rules: CompiledRules, now: datetime, run: Run) -> Decision:
     checked = validate(spec, request.tool_input, request.cwd)
     if not checked.ok:
         return _fail(run, "validation", "validation", checked.message)
@@ -76,22 +77,37 @@ def _with_valid_input(
     run.warnings.extend(outcome.warnings)
     if outcome.behavior == "deny":
         run.step("hooks", "deny", hook=outcome.hook)
-        return _finish(request, None, Verdict(
-            "deny", hook_reason(outcome.hook, "deny"),
-            outcome.message or f"Hook {outcome.hook} denied this action.",
-        ), run)
+        return _finish(
+            request,
+            None,
+            Verdict(
+                "deny",
+                hook_reason(outcome.hook, "deny"),
+                outcome.message or f"Hook {outcome.hook} denied this action.",
+            ),
+            run,
+        )
     if outcome.updated_input is not None:
         rechecked = validate(spec, outcome.updated_input, request.cwd)
         if not rechecked.ok:
             return _fail(run, "hooks", "validation", rechecked.message)
         tool_input = rechecked.tool_input
         run.updated_input = tool_input
-    run.step("hooks", outcome.behavior or "noDecision", hook=outcome.hook or None,
-             updatedInput=outcome.updated_input is not None)
+    run.step(
+        "hooks",
+        outcome.behavior or "noDecision",
+        hook=outcome.hook or None,
+        updatedInput=outcome.updated_input is not None,
+    )
     run.tool_input = tool_input
     ctx = build_context(
-        spec, tool_input, cwd=request.cwd, home=request.home, mode=request.mode,
-        additional=tuple(request.additional_directories), now=now,
+        spec,
+        tool_input,
+        cwd=request.cwd,
+        home=request.home,
+        mode=request.mode,
+        additional=tuple(request.additional_directories),
+        now=now,
     )
     if outcome.behavior in ("allow", "ask"):
         verdict = hook_forced(outcome, rules, ctx, run)
@@ -116,9 +132,7 @@ def _finish(request: Request, ctx: CallContext | None, verdict: Verdict, run: Ru
     elif ctx is not None and verdict.behavior != "allow":
         decision.suggested_rules = _suggest_for(ctx)
     key = denials.pattern_key(run.tool_name, analysis.suggested_rule if analysis else None)
-    decision.denial_state = denials.record(
-        request.denial_state, request.session_id, key, verdict.behavior
-    )
+    decision.denial_state = denials.record(request.denial_state, request.session_id, key, verdict.behavior)
     hint = denials.guidance(decision.denial_state)
     if hint and verdict.behavior == "deny":
         decision.message = f"{decision.message} {hint}".strip()

@@ -47,9 +47,7 @@ def pre_tool_use(hooks: list[Any]) -> HookOutcome:
         if decision is None:
             continue
         if decision not in _ORDER:
-            outcome.warnings.append(
-                f"PreToolUse hook output {index} ignored: permissionDecision {decision!r}"
-            )
+            outcome.warnings.append(f"PreToolUse hook output {index} ignored: permissionDecision {decision!r}")
             continue
         if outcome.behavior is None or _ORDER[decision] > _ORDER[outcome.behavior]:
             outcome.behavior = decision
@@ -77,7 +75,5 @@ def permission_request(hooks: list[Any]) -> HookOutcome:
             return HookOutcome("deny", message if isinstance(message, str) else "", str(name))
         if outcome.behavior is None:
             updated = body.get("updatedInput")
-            outcome = HookOutcome(
-                "allow", "", str(name), updated if isinstance(updated, dict) else None
-            )
+            outcome = HookOutcome("allow", "", str(name), updated if isinstance(updated, dict) else None)
     return outcome

@@ -14,8 +14,7 @@ from policy.rules.compiled import CompiledRule, CompiledRules
 
 def _rule_verdict(rule: CompiledRule, ctx: CallContext) -> Verdict:
     if rule.behavior == "deny":
-        message = (f"Permission to use {ctx.spec.name} has been denied by the rule "
-                   f"{rule.text} ({rule.source}).")
+        message = f"Permission to use {ctx.spec.name} has been denied by the rule {rule.text} ({rule.source})."
     elif rule.behavior == "ask":
         message = f"The rule {rule.text} ({rule.source}) requires approval for this action."
     else:
@@ -37,9 +36,7 @@ def deny_and_ask_rules(rules: CompiledRules, ctx: CallContext, run: Run) -> Verd
     return None
 
 
-def hook_forced(
-    outcome: HookOutcome, rules: CompiledRules, ctx: CallContext, run: Run
-) -> Verdict:
+def hook_forced(outcome: HookOutcome, rules: CompiledRules, ctx: CallContext, run: Run) -> Verdict:
     """A hook allow/ask still loses to deny rules (and an allow to ask rules)."""
     denied = find_rule(rules, "deny", ctx)
     if denied is not None:
@@ -62,22 +59,27 @@ def hook_forced(
 
 
 def tool_and_modes(
-    request: Request, rules: CompiledRules, ctx: CallContext, run: Run,
+    request: Request,
+    rules: CompiledRules,
+    ctx: CallContext,
+    run: Run,
     validation_ask: str = "",
 ) -> Verdict:
     """Layers 1c, plan mode, 2a (bypass), 2b (allow rules) and 3 (ask)."""
     check = check_tool(ctx)
     if validation_ask and check.behavior == "passthrough":
         # A semantic check that answered "ask" behaves like the tool's own ask.
-        check = ToolCheck("ask", simple_reason("other", f"validation: {validation_ask}"),
-                          validation_ask)
+        check = ToolCheck("ask", simple_reason("other", f"validation: {validation_ask}"), validation_ask)
     run.step("toolCheck", check.behavior, **check.reason)
     if check.behavior in ("deny", "allow") or check.final:
         return Verdict(check.behavior, check.reason, check.message, forced=check.final)  # type: ignore[arg-type]
     if request.mode == "plan" and ctx.spec.kind == "edit":
         run.step("mode", "deny", mode="plan")
-        return Verdict("deny", mode_reason("plan", "no edits while planning"),
-                       "Plan mode is active: present the plan with ExitPlanMode before editing files.")
+        return Verdict(
+            "deny",
+            mode_reason("plan", "no edits while planning"),
+            "Plan mode is active: present the plan with ExitPlanMode before editing files.",
+        )
     if request.mode == "bypassPermissions" or (request.mode == "plan" and request.plan_from_bypass):
         run.step("mode", "allow", mode=request.mode)
         return Verdict("allow", mode_reason("bypassPermissions"))
@@ -89,5 +91,8 @@ def tool_and_modes(
     run.step("allowRules", "noMatch")
     if check.behavior == "ask":
         return Verdict("ask", check.reason, check.message)
-    return Verdict("ask", simple_reason("other", "no rule allows this call"),
-                   f"{ctx.spec.name} needs approval: no rule allows this call.")
+    return Verdict(
+        "ask",
+        simple_reason("other", "no rule allows this call"),
+        f"{ctx.spec.name} needs approval: no rule allows this call.",
+    )

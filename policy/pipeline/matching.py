@@ -64,9 +64,7 @@ def _content_match(index: RuleIndex, behavior: str, ctx: CallContext) -> Compile
         return _path_match(index, behavior, ctx, ctx.paths)
     if kind == "web":
         host = ctx.host or ""
-        return _first_active(
-            (r for r in index.other if r.domain is not None and r.domain.matches(host)), ctx.now
-        )
+        return _first_active((r for r in index.other if r.domain is not None and r.domain.matches(host)), ctx.now)
     field_name = _CONTENT_FIELDS.get(ctx.spec.name)
     value = ctx.tool_input.get(field_name) if field_name else None
     if not isinstance(value, str):
@@ -100,9 +98,7 @@ def _bash_match(index: RuleIndex, behavior: str, ctx: CallContext) -> CompiledRu
     return best
 
 
-def _command_rules(
-    index: RuleIndex, forms: Sequence[tuple[str, str]], now: datetime
-) -> CompiledRule | None:
+def _command_rules(index: RuleIndex, forms: Sequence[tuple[str, str]], now: datetime) -> CompiledRule | None:
     """The strongest active rule matching any spelling; ``forms`` pair it with its head."""
     best: CompiledRule | None = None
     by_word, other = index.by_word, index.other
@@ -115,21 +111,17 @@ def _command_rules(
     return best
 
 
-def _first_command_match(
-    bucket: list[CompiledRule], form: str, now: datetime
-) -> CompiledRule | None:
+def _first_command_match(bucket: list[CompiledRule], form: str, now: datetime) -> CompiledRule | None:
     for rule in bucket:  # strongest source first
         command = rule.command
-        if (command is not None and command.regex.fullmatch(form)
-                and (rule.expires_at is None or rule.expires_at > now)):
+        if command is not None and command.regex.fullmatch(form) and (rule.expires_at is None or rule.expires_at > now):
             return rule
     return None
 
 
 def _bash_path_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> CompiledRule | None:
     """Apply Read/Edit deny and ask rules to paths a shell command names."""
-    indexes = [i for i in (rules.lookup("Read", behavior), rules.lookup("Edit", behavior))
-               if i is not None and i.other]
+    indexes = [i for i in (rules.lookup("Read", behavior), rules.lookup("Edit", behavior)) if i is not None and i.other]
     if not indexes or ctx.analysis is None:
         return None
     paths = ctx.shell_operand_paths()
@@ -141,9 +133,7 @@ def _bash_path_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> Co
 # --- Paths ----------------------------------------------------------------------
 
 
-def _path_match(
-    index: RuleIndex, behavior: str, ctx: CallContext, paths: list[NormalPath]
-) -> CompiledRule | None:
+def _path_match(index: RuleIndex, behavior: str, ctx: CallContext, paths: list[NormalPath]) -> CompiledRule | None:
     if not paths or not index.path_buckets:
         return None
     spellings = [v for p in paths for v in p.variants()]
@@ -154,7 +144,7 @@ def _path_match(
         # deny/ask match any spelling of any path; allow needs every spelling of
         # every path (a symlink into a denied place must not be allowed by its name).
         results = (_path_matches(rule, v, ctx) for v in spellings)
-        if (all(results) if behavior == "allow" else any(results)):
+        if all(results) if behavior == "allow" else any(results):
             return rule
     return None
 

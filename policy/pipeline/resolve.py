@@ -18,9 +18,11 @@ def resolve_ask(verdict: Verdict, request: Request, ctx: CallContext, run: Run) 
     """Turn an ask into allow/deny where the mode or context says so; else keep it."""
     if request.mode == "dontAsk":
         run.step("resolveAsk", "deny", by="dontAsk")
-        return Verdict("deny", mode_reason("dontAsk", "would need approval"),
-                       "Permission to use this tool was not granted in advance (dontAsk mode). "
-                       + verdict.message)
+        return Verdict(
+            "deny",
+            mode_reason("dontAsk", "would need approval"),
+            "Permission to use this tool was not granted in advance (dontAsk mode). " + verdict.message,
+        )
     if request.mode == "auto" and not verdict.forced:
         resolved = _resolve_auto(request, ctx, run)
         if resolved is not None:
@@ -52,8 +54,11 @@ def _resolve_auto(request: Request, ctx: CallContext, run: Run) -> Verdict | Non
 
 def _builtin_verdict(request: Request, ctx: CallContext) -> Mapping[str, Any]:
     return classify_readonly(
-        ctx.spec.name, ctx.tool_input, cwd=ctx.cwd,
-        additional_directories=ctx.additional_directories, home=ctx.home,
+        ctx.spec.name,
+        ctx.tool_input,
+        cwd=ctx.cwd,
+        additional_directories=ctx.additional_directories,
+        home=ctx.home,
     )
 
 
@@ -61,8 +66,11 @@ def _resolve_headless(verdict: Verdict, request: Request, run: Run) -> Verdict:
     outcome = hooks.permission_request(request.permission_request_hooks)
     if outcome.behavior == "deny":
         run.step("resolveAsk", "deny", by="permissionRequestHook", hook=outcome.hook)
-        return Verdict("deny", hook_reason(outcome.hook, "PermissionRequest"),
-                       outcome.message or "A PermissionRequest hook denied this action.")
+        return Verdict(
+            "deny",
+            hook_reason(outcome.hook, "PermissionRequest"),
+            outcome.message or "A PermissionRequest hook denied this action.",
+        )
     if outcome.behavior == "allow":
         run.step("resolveAsk", "allow", by="permissionRequestHook", hook=outcome.hook)
         if outcome.updated_input is not None:
@@ -72,6 +80,5 @@ def _resolve_headless(verdict: Verdict, request: Request, run: Run) -> Verdict:
     return Verdict(
         "deny",
         simple_reason("headless", "no one can be asked in a headless session"),
-        "This action needs approval, but the session is headless and no hook approved it. "
-        + verdict.message,
+        "This action needs approval, but the session is headless and no hook approved it. " + verdict.message,
     )

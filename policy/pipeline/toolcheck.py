@@ -77,13 +77,13 @@ def _check_read(ctx: CallContext) -> ToolCheck:
         if device:
             # Reading /dev/zero or /dev/random never ends; Claude Code refuses these.
             return ToolCheck(
-                "deny", simple_reason("safetyCheck", device),
-                f"Cannot read {path.lexical}: {device}.", final=True,
+                "deny",
+                simple_reason("safetyCheck", device),
+                f"Cannot read {path.lexical}: {device}.",
+                final=True,
             )
     if all(inside_any(p, ctx.roots) for p in ctx.paths):
-        return ToolCheck(
-            "allow", simple_reason("workingDirectory", "read inside the working directories")
-        )
+        return ToolCheck("allow", simple_reason("workingDirectory", "read inside the working directories"))
     outside = next(p for p in ctx.paths if not inside_any(p, ctx.roots))
     return ToolCheck(
         "ask",

@@ -24,8 +24,14 @@ BEHAVIORS: tuple[Behavior, ...] = ("deny", "ask", "allow")
 # Weakest to strongest. Settings-class order is Claude Code's; session grants are the
 # weakest, and CLI flags sit just below --settings files and managed policy.
 SOURCES: tuple[str, ...] = (
-    "session", "command", "userSettings", "projectSettings", "localSettings",
-    "cliArg", "flagSettings", "policySettings",
+    "session",
+    "command",
+    "userSettings",
+    "projectSettings",
+    "localSettings",
+    "cliArg",
+    "flagSettings",
+    "policySettings",
 )
 SOURCE_RANK = {source: rank for rank, source in enumerate(SOURCES)}
 PATH_FAMILY = {"Edit": "edit", "Read": "read"}
@@ -129,9 +135,7 @@ def _index_key(rule: Rule) -> str:
     return rule.tool_name
 
 
-def compile_rule(
-    text: object, behavior: object, source: object, expires_at: object = None
-) -> CompiledRule:
+def compile_rule(text: object, behavior: object, source: object, expires_at: object = None) -> CompiledRule:
     """Compile one rule; raise RuleSyntaxError naming the problem."""
     if behavior not in BEHAVIORS:
         raise RuleSyntaxError(f"{text}: behavior must be allow, deny or ask, not {behavior!r}")
@@ -196,8 +200,4 @@ def _compile_item(item: object) -> list[CompiledRule]:
         return [_compile_item(sub)[0] for sub in settings_items(item, item.get("source"))]
     if "rule" not in item:
         raise RuleSyntaxError("rule item needs a 'rule' key (or a 'permissions' object)")
-    return [
-        compile_rule(
-            item.get("rule"), item.get("behavior"), item.get("source"), item.get("expires_at")
-        )
-    ]
+    return [compile_rule(item.get("rule"), item.get("behavior"), item.get("source"), item.get("expires_at"))]

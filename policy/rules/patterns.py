@@ -116,9 +116,7 @@ class DomainPattern:
 def compile_domain(content: str, rule_text: str) -> DomainPattern:
     text = content.strip()
     if not text.startswith("domain:"):
-        raise RuleSyntaxError(
-            f"{rule_text}: WebFetch rules take 'domain:HOST', not a URL or other text"
-        )
+        raise RuleSyntaxError(f"{rule_text}: WebFetch rules take 'domain:HOST', not a URL or other text")
     domain = text[len("domain:") :].strip().lower().rstrip(".")
     if not domain or "/" in domain or " " in domain:
         raise RuleSyntaxError(f"{rule_text}: {domain!r} is not a host name")

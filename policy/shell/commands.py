@@ -22,13 +22,40 @@ MAX_DEPTH = 4  # nested ``bash -c "eval '…'"`` payloads before we stop trustin
 
 # Assigning these changes what the *next* command resolves to or loads.
 SENSITIVE_VARS = frozenset(
-    {"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "IFS",
-     "BASH_ENV", "ENV", "PROMPT_COMMAND", "PYTHONPATH", "NODE_OPTIONS", "GIT_SSH",
-     "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "PERL5OPT", "RUBYOPT", "SHELLOPTS",
-     # Programs that read these run the command they name (``GIT_PAGER='rm -rf ~' git log``)
-     # or load configuration (aliases, pagers, hooks) from where they point.
-     "HOME", "XDG_CONFIG_HOME", "ZDOTDIR", "PYTHONSTARTUP", "PYTHONHOME", "PERL5LIB", "RUBYLIB",
-     "NODE_PATH", "LESSOPEN", "LESSCLOSE", "BROWSER", "SSH_ASKPASS", "SUDO_ASKPASS", "DISPLAY"}
+    {
+        "PATH",
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "DYLD_INSERT_LIBRARIES",
+        "IFS",
+        "BASH_ENV",
+        "ENV",
+        "PROMPT_COMMAND",
+        "PYTHONPATH",
+        "NODE_OPTIONS",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_EXEC_PATH",
+        "PERL5OPT",
+        "RUBYOPT",
+        "SHELLOPTS",
+        # Programs that read these run the command they name (``GIT_PAGER='rm -rf ~' git log``)
+        # or load configuration (aliases, pagers, hooks) from where they point.
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "ZDOTDIR",
+        "PYTHONSTARTUP",
+        "PYTHONHOME",
+        "PERL5LIB",
+        "RUBYLIB",
+        "NODE_PATH",
+        "LESSOPEN",
+        "LESSCLOSE",
+        "BROWSER",
+        "SSH_ASKPASS",
+        "SUDO_ASKPASS",
+        "DISPLAY",
+    }
 )
 # Whole families: git reads dozens of GIT_* variables that run programs or move its config.
 SENSITIVE_VAR_PREFIXES = ("GIT_", "LD_", "DYLD_", "NPM_CONFIG_", "npm_config_")
@@ -36,8 +63,12 @@ SENSITIVE_VAR_SUFFIXES = ("PAGER", "EDITOR", "_OPTS", "_OPTIONS", "_COMMAND")
 
 
 def sensitive_var(name: str) -> bool:
-    return (name in SENSITIVE_VARS or name.startswith(SENSITIVE_VAR_PREFIXES)
-            or name.endswith(SENSITIVE_VAR_SUFFIXES) or name == "VISUAL")
+    return (
+        name in SENSITIVE_VARS
+        or name.startswith(SENSITIVE_VAR_PREFIXES)
+        or name.endswith(SENSITIVE_VAR_SUFFIXES)
+        or name == "VISUAL"
+    )
 
 
 # find's actions that run a command on each match, up to ``;`` or ``+``.
@@ -187,7 +218,7 @@ def bounded_parse(data: bytes) -> tuple[Tree, bool]:
             reads += 1
             if reads > budget:
                 return b""
-        return data[offset:offset + PARSE_CHUNK_BYTES]
+        return data[offset : offset + PARSE_CHUNK_BYTES]
 
     tree = parser().parse(read)
     parsing = False
@@ -285,9 +316,7 @@ def _visit_redirect(node: Node, walk: Walk) -> None:
     walk.redirect_targets.append((word.value, word.dynamic))
 
 
-def _visit_command(
-    node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]
-) -> None:
+def _visit_command(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -> None:
     words: list[Word] = []
     assignments: list[str] = []
     heredocs: list[str] = []
@@ -321,8 +350,12 @@ def _heredoc_bodies(node: Node) -> list[str]:
 
 
 def _add_command(
-    words: list[Word], assignments: list[str], heredocs: list[str],
-    data: bytes, walk: Walk, depth: int,
+    words: list[Word],
+    assignments: list[str],
+    heredocs: list[str],
+    data: bytes,
+    walk: Walk,
+    depth: int,
 ) -> None:
     if not words:
         return

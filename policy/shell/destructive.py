@@ -51,9 +51,7 @@ def _git(words: Sequence[str]) -> str | None:
 
 
 def _chmod(words: Sequence[str]) -> str | None:
-    if any(w in ("777", "a+rwx", "o+w") for w in words) and (
-        "R" in _short_flags(words[1:]) or "--recursive" in words
-    ):
+    if any(w in ("777", "a+rwx", "o+w") for w in words) and ("R" in _short_flags(words[1:]) or "--recursive" in words):
         return "chmod -R 777: makes a whole tree world-writable"
     return None
 
@@ -78,8 +76,7 @@ _BY_NAME: dict[str, Callable[[Sequence[str]], str | None]] = {
     "rm": _rm,
     "git": _git,
     "chmod": _chmod,
-    "chown": lambda w: "chown -R: changes ownership of a whole tree"
-    if "R" in _short_flags(w[1:]) else None,
+    "chown": lambda w: "chown -R: changes ownership of a whole tree" if "R" in _short_flags(w[1:]) else None,
     "dd": _dd,
     "find": _find,
     "shred": _simple("shred: irrecoverably overwrites files"),
@@ -89,8 +86,7 @@ _BY_NAME: dict[str, Callable[[Sequence[str]], str | None]] = {
     "shutdown": _simple("shutdown: stops the machine"),
     "reboot": _simple("reboot: restarts the machine"),
     "halt": _simple("halt: stops the machine"),
-    "terraform": lambda w: "terraform destroy: deletes infrastructure"
-    if "destroy" in w else None,
+    "terraform": lambda w: "terraform destroy: deletes infrastructure" if "destroy" in w else None,
     "kubectl": lambda w: "kubectl delete: deletes cluster resources" if "delete" in w else None,
 }
 

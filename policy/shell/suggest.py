@@ -8,11 +8,51 @@ from policy.shell.commands import SimpleCommand
 
 # CLIs whose first word says little: ``git`` alone would allow ``git push --force``.
 MULTI_WORD_CLIS = frozenset(
-    {"git", "npm", "yarn", "pnpm", "bun", "cargo", "go", "docker", "kubectl", "pip",
-     "pip3", "uv", "poetry", "gh", "terraform", "brew", "apt", "apt-get", "systemctl",
-     "dotnet", "mvn", "gradle", "helm", "aws", "gcloud", "az", "composer", "bundle",
-     "rails", "mix", "deno", "conda", "make", "just", "npx", "pytest", "python",
-     "python3", "node", "ruby", "php", "rake", "swift"}
+    {
+        "git",
+        "npm",
+        "yarn",
+        "pnpm",
+        "bun",
+        "cargo",
+        "go",
+        "docker",
+        "kubectl",
+        "pip",
+        "pip3",
+        "uv",
+        "poetry",
+        "gh",
+        "terraform",
+        "brew",
+        "apt",
+        "apt-get",
+        "systemctl",
+        "dotnet",
+        "mvn",
+        "gradle",
+        "helm",
+        "aws",
+        "gcloud",
+        "az",
+        "composer",
+        "bundle",
+        "rails",
+        "mix",
+        "deno",
+        "conda",
+        "make",
+        "just",
+        "npx",
+        "pytest",
+        "python",
+        "python3",
+        "node",
+        "ruby",
+        "php",
+        "rake",
+        "swift",
+    }
 )
 # ``npm run test``: the script name is what the approver is deciding about.
 RUN_VERBS = frozenset({"run", "exec", "x", "run-script"})
@@ -26,8 +66,7 @@ def suggested_prefix(command: SimpleCommand) -> str | None:
         return None
     head = [words[0]]
     if command.name in MULTI_WORD_CLIS:
-        take = 3 if len(words) > 2 and words[1] in RUN_VERBS and (
-            command.name in _PACKAGE_RUNNERS) else 2
+        take = 3 if len(words) > 2 and words[1] in RUN_VERBS and (command.name in _PACKAGE_RUNNERS) else 2
         for word in words[1:take]:
             if word.startswith("-") or not _plain(word):
                 break

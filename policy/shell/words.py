@@ -11,8 +11,12 @@ from tree_sitter import Node
 # Node types whose value is only known when the command runs.
 DYNAMIC_TYPES = frozenset(
     {
-        "simple_expansion", "expansion", "command_substitution", "process_substitution",
-        "arithmetic_expansion", "brace_expression",
+        "simple_expansion",
+        "expansion",
+        "command_substitution",
+        "process_substitution",
+        "arithmetic_expansion",
+        "brace_expression",
     }
 )
 _IFS = re.compile(r"^\$(\{IFS\}|IFS)$")

@@ -51,9 +51,7 @@ _BUILTINS: tuple[ToolSpec, ...] = (
     ToolSpec("Task", schemas.TaskInput, "task", aliases=("Agent",)),
     ToolSpec("TodoWrite", schemas.TodoWriteInput, "other", read_only=True),
     # KillBash was renamed KillShell; old transcripts and models still use the old name.
-    ToolSpec(
-        "KillShell", schemas.KillShellInput, "other", deprecated_aliases=("KillBash",)
-    ),
+    ToolSpec("KillShell", schemas.KillShellInput, "other", deprecated_aliases=("KillBash",)),
     ToolSpec("BashOutput", schemas.BashOutputInput, "other", read_only=True),
     ToolSpec("ExitPlanMode", schemas.ExitPlanModeInput, "other", read_only=True),
     ToolSpec("Skill", schemas.SkillInput, "other"),
@@ -61,12 +59,8 @@ _BUILTINS: tuple[ToolSpec, ...] = (
 )
 
 BUILTIN_TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in _BUILTINS}
-_ALIASES: dict[str, ToolSpec] = {
-    alias: spec for spec in _BUILTINS for alias in spec.aliases
-}
-_DEPRECATED: dict[str, ToolSpec] = {
-    alias: spec for spec in _BUILTINS for alias in spec.deprecated_aliases
-}
+_ALIASES: dict[str, ToolSpec] = {alias: spec for spec in _BUILTINS for alias in spec.aliases}
+_DEPRECATED: dict[str, ToolSpec] = {alias: spec for spec in _BUILTINS for alias in spec.deprecated_aliases}
 
 # Tools whose rule specifier is a path (Claude Code: Edit rules cover every editing
 # tool; Read rules are applied to every tool that reads files).

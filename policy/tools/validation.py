@@ -86,8 +86,11 @@ def _check_edit(tool_input: dict[str, Any], cwd: str) -> Problem:
     if mode is not None and stat.S_ISDIR(mode):
         return (f"{tool_input['file_path']} is a directory, not a file.", False)
     if old and mode is None:
-        return (f"File does not exist: {tool_input['file_path']}. "
-                "Use Write to create a new file, or pass an empty old_string.", False)
+        return (
+            f"File does not exist: {tool_input['file_path']}. "
+            "Use Write to create a new file, or pass an empty old_string.",
+            False,
+        )
     return None
 
 

@@ -231,7 +231,12 @@ def refuse(press: Press, why: str) -> PressOutcome:
     REFUSED_PRESSES.labels(press.surface).inc()
     log.warning(
         "chat press refused surface=%s external_id=%s display=%s request=%s action=%s why=%s",
-        press.surface, press.external_id, press.display, press.request_id, press.action, why,
+        press.surface,
+        press.external_id,
+        press.display,
+        press.request_id,
+        press.action,
+        why,
     )
     return PressOutcome(False, True, "You are not allowed to decide this request, so nothing happened.")
 

@@ -88,25 +88,42 @@ def card_blocks(request: PermissionRequest, *, outcome: str = "") -> list[dict[s
     body = body if excerpt.kind == "text" else f"```{body}```"
     where = f" in `{mrkdwn_escape(request.cwd)}`" if request.cwd else ""
     blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": (
-            f":lock: *{mrkdwn_escape(request.tool_name)}* · agent *{mrkdwn_escape(request.agent.name)}*{where}"
-        )}},
+        {
+            "type": "section",
+            "text": {
+                "type": "mrkdwn",
+                "text": (
+                    f":lock: *{mrkdwn_escape(request.tool_name)}* · agent *{mrkdwn_escape(request.agent.name)}*{where}"
+                ),
+            },
+        },
         {"type": "section", "text": {"type": "mrkdwn", "text": body}},
     ]
     warning = destructive_warning(request)
     if warning:
-        blocks.append({"type": "context", "elements": [
-            {"type": "mrkdwn", "text": f":warning: *Destructive:* {mrkdwn_escape(warning)}"}
-        ]})
+        blocks.append(
+            {
+                "type": "context",
+                "elements": [{"type": "mrkdwn", "text": f":warning: *Destructive:* {mrkdwn_escape(warning)}"}],
+            }
+        )
     label = "Input cut — full request in Gatehouse" if excerpt.truncated else "Open in Gatehouse"
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"<{request_url(request.pk)}|{label}>"}]})
     if outcome:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{mrkdwn_escape(outcome)}*"}})
         return blocks
-    blocks.append({"type": "actions", "block_id": f"gatehouse:{request.pk}", "elements": [
-        _button(request, "o", "primary"), _button(request, "s", None), _button(request, "a", None),
-        _button(request, "d", "danger"),
-    ]})
+    blocks.append(
+        {
+            "type": "actions",
+            "block_id": f"gatehouse:{request.pk}",
+            "elements": [
+                _button(request, "o", "primary"),
+                _button(request, "s", None),
+                _button(request, "a", None),
+                _button(request, "d", "danger"),
+            ],
+        }
+    )
     return blocks
 
 
@@ -136,12 +153,20 @@ def deny_modal(request_id: str, channel: str) -> dict[str, Any]:
         "title": {"type": "plain_text", "text": "Deny this request"},
         "submit": {"type": "plain_text", "text": "Deny"},
         "close": {"type": "plain_text", "text": "Cancel"},
-        "blocks": [{
-            "type": "input", "block_id": "reason", "optional": True,
-            "label": {"type": "plain_text", "text": "Reason the agent will see"},
-            "element": {"type": "plain_text_input", "action_id": "reason", "multiline": True,
-                        "max_length": REASON_CHARS},
-        }],
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": "reason",
+                "optional": True,
+                "label": {"type": "plain_text", "text": "Reason the agent will see"},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": "reason",
+                    "multiline": True,
+                    "max_length": REASON_CHARS,
+                },
+            }
+        ],
     }
 
 
@@ -183,7 +208,10 @@ class SlackBridge(ChatBridge):
     def edit_card(self, message: SurfaceMessage, request: PermissionRequest, decision: Decision) -> None:
         outcome = outcome_text(request, decision)
         self._call(
-            "chat.update", channel=message.channel, ts=message.message_id, text=f"{summary(request)} — {outcome}",
+            "chat.update",
+            channel=message.channel,
+            ts=message.message_id,
+            text=f"{summary(request)} — {outcome}",
             blocks=card_blocks(request, outcome=outcome),
         )
 
@@ -229,10 +257,13 @@ class SlackBridge(ChatBridge):
         if stop is not None:
             return stop
         # Slack honours a trigger_id for 3 s: ahead of every queued post, outside their limits.
-        open_modal = partial(self._call, "views.open", trigger_id=str(payload.get("trigger_id", "")),
-                             view=deny_modal(press.request_id, channel))
-        transaction.on_commit(lambda: self.queue.put(Job("", open_modal, f"deny modal {press.request_id}"),
-                                                     front=True))
+        open_modal = partial(
+            self._call,
+            "views.open",
+            trigger_id=str(payload.get("trigger_id", "")),
+            view=deny_modal(press.request_id, channel),
+        )
+        transaction.on_commit(lambda: self.queue.put(Job("", open_modal, f"deny modal {press.request_id}"), front=True))
         return PressOutcome(False, False, "")
 
 

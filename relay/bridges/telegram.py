@@ -195,7 +195,10 @@ class TelegramBridge(ChatBridge):
     def post_card(self, request: PermissionRequest, channel: str) -> tuple[str, str]:
         message = self.sender.call(
             self.sender.bot.send_message(
-                chat_id=channel, text=card_html(request), parse_mode=ParseMode.HTML, reply_markup=keyboard(request),
+                chat_id=channel,
+                text=card_html(request),
+                parse_mode=ParseMode.HTML,
+                reply_markup=keyboard(request),
                 disable_web_page_preview=True,
             )
         )
@@ -208,8 +211,11 @@ class TelegramBridge(ChatBridge):
             # No reply_markup: Telegram removes the buttons with the edit.
             self.sender.call(
                 self.sender.bot.edit_message_text(
-                    chat_id=message.channel, message_id=int(message.message_id), text=text,
-                    parse_mode=ParseMode.HTML, disable_web_page_preview=True,
+                    chat_id=message.channel,
+                    message_id=int(message.message_id),
+                    text=text,
+                    parse_mode=ParseMode.HTML,
+                    disable_web_page_preview=True,
                 )
             )
         except BadRequest as exc:
@@ -237,12 +243,16 @@ class TelegramBridge(ChatBridge):
             )
             message = self.sender.call(
                 self.sender.bot.send_message(
-                    chat_id=chat_id, text=text, parse_mode=ParseMode.HTML,
+                    chat_id=chat_id,
+                    text=text,
+                    parse_mode=ParseMode.HTML,
                     reply_markup=ForceReply(selective=True, input_field_placeholder="Reason for denying"),
                 )
             )
             services.surface_message_record(
-                request_id=request_id, surface=REASON_SURFACE, channel=str(message.chat_id),
+                request_id=request_id,
+                surface=REASON_SURFACE,
+                channel=str(message.chat_id),
                 message_id=str(message.message_id),
             )
 

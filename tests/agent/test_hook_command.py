@@ -45,8 +45,20 @@ class HookImportTests:
         from approvals import services
 
         services.rule_create(rule="Bash(ls:*)", behavior="allow", source="userSettings", team=default_team)
-        heavy = {"re", "enum", "json", "socket", "signal", "typing", "argparse", "ssl", "http.client",
-                 "urllib.request", "email", "encodings.idna"}
+        heavy = {
+            "re",
+            "enum",
+            "json",
+            "socket",
+            "signal",
+            "typing",
+            "argparse",
+            "ssl",
+            "http.client",
+            "urllib.request",
+            "email",
+            "encodings.idna",
+        }
         floor = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"], capture_output=True, text=True)
         with live_server() as srv:
             body = hook_input("PreToolUse", "ls")
@@ -195,7 +207,10 @@ class HookUnreachableTests:
     def test_it_survives_garbage_on_stdin(self, ci_bot: Any) -> None:
         done = subprocess.run(
             [sys.executable, "-m", "agent.hook", "--server", "http://127.0.0.1:9"],
-            cwd=ROOT, input="not json", capture_output=True, text=True,
+            cwd=ROOT,
+            input="not json",
+            capture_output=True,
+            text=True,
         )
         assert done.returncode == 0 and done.stdout == ""
         assert "Traceback" not in done.stderr

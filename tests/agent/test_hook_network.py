@@ -44,8 +44,11 @@ class HookHttpsTests:
         cert, key = self_signed_cert(tmp_path)
         with live_server() as srv, https_front(srv.port, cert, key) as port:
             code, out, err = run_hook(
-                f"https://127.0.0.1:{port}", ci_bot.token, hook_input("PreToolUse", "ls -la"),
-                "--on-unreachable", "deny",
+                f"https://127.0.0.1:{port}",
+                ci_bot.token,
+                hook_input("PreToolUse", "ls -la"),
+                "--on-unreachable",
+                "deny",
             )
         assert code == 0
         assert out["hookSpecificOutput"]["permissionDecision"] == "deny"

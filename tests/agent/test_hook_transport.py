@@ -21,7 +21,7 @@ class ResponseParsingTests:
         assert parse_response(data[:-1], ended=False) is None
 
     def test_it_reads_a_chunked_body(self) -> None:
-        data = b"HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\n{\"a\":\r\n3\r\n 1}\r\n0\r\n\r\n"
+        data = b'HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\n{"a":\r\n3\r\n 1}\r\n0\r\n\r\n'
         assert parse_response(data, ended=False) == (202, b'{"a": 1}')
         assert parse_response(data[: data.index(b"0\r\n\r\n")], ended=False) is None
 
@@ -40,44 +40,72 @@ class ResponseParsingTests:
         with pytest.raises(ConnectionResetError):
             parse_response(b"", ended=True)
 
-    @pytest.mark.parametrize("data", [
-        b"SSH-2.0-OpenSSH_9.2\r\n\r\n",
-        b"HTTP/1.1 2000 OK\r\n\r\n",
-        b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n",
-        b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 20000,
-    ])
+    @pytest.mark.parametrize(
+        "data",
+        [
+            b"SSH-2.0-OpenSSH_9.2\r\n\r\n",
+            b"HTTP/1.1 2000 OK\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n",
+            b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 20000,
+        ],
+    )
     def test_it_rejects_what_is_not_http(self, data: bytes) -> None:
         with pytest.raises(Unreachable):
             parse_response(data, ended=False)
 
 
 class EndpointTests:
-    @pytest.mark.parametrize(("url", "tls", "host", "port", "prefix", "netloc"), [
-        ("http://127.0.0.1:8000", False, "127.0.0.1", 8000, "", "127.0.0.1:8000"),
-        ("https://gate.example.com/", True, "gate.example.com", 443, "", "gate.example.com"),
-        ("HTTP://gate.example.com/gatehouse/", False, "gate.example.com", 80, "/gatehouse", "gate.example.com"),
-        ("http://[::1]:9000/x", False, "::1", 9000, "/x", "[::1]:9000"),
-    ])
+    @pytest.mark.parametrize(
+        ("url", "tls", "host", "port", "prefix", "netloc"),
+        [
+            ("http://127.0.0.1:8000", False, "127.0.0.1", 8000, "", "127.0.0.1:8000"),
+            ("https://gate.example.com/", True, "gate.example.com", 443, "", "gate.example.com"),
+            ("HTTP://gate.example.com/gatehouse/", False, "gate.example.com", 80, "/gatehouse", "gate.example.com"),
+            ("http://[::1]:9000/x", False, "::1", 9000, "/x", "[::1]:9000"),
+        ],
+    )
     def test_it_splits_a_server_url(self, url: str, tls: bool, host: str, port: int, prefix: str, netloc: str) -> None:
         endpoint = Endpoint(url)
         assert (endpoint.tls, endpoint.host, endpoint.port, endpoint.prefix, endpoint.netloc) == (
-            tls, host, port, prefix, netloc)
+            tls,
+            host,
+            port,
+            prefix,
+            netloc,
+        )
 
-    @pytest.mark.parametrize("url", [
-        "127.0.0.1:8000", "ftp://host", "http://", "http://host:port", "http://host:99999", "http://[::1",
-        "http://host/a b", "http://host/\r\nX-Injected: 1", "http://hôst",
-    ])
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "127.0.0.1:8000",
+            "ftp://host",
+            "http://",
+            "http://host:port",
+            "http://host:99999",
+            "http://[::1",
+            "http://host/a b",
+            "http://host/\r\nX-Injected: 1",
+            "http://hôst",
+        ],
+    )
     def test_it_refuses_what_is_not_an_http_url(self, url: str) -> None:
         with pytest.raises(Unreachable):
             Endpoint(url)
 
 
 class JsonTests:
-    @pytest.mark.parametrize("data", [
-        b'{"a": [1, 2.5, "\\u00e9\xc3\xa9", null, true, false, {}]}', b" \n[1]\r\n", b'"x"', b"NaN",
-        b'\xef\xbb\xbf{"bom": 1}', '{"utf16": 1}'.encode("utf-16"),
-    ])
+    @pytest.mark.parametrize(
+        "data",
+        [
+            b'{"a": [1, 2.5, "\\u00e9\xc3\xa9", null, true, false, {}]}',
+            b" \n[1]\r\n",
+            b'"x"',
+            b"NaN",
+            b'\xef\xbb\xbf{"bom": 1}',
+            '{"utf16": 1}'.encode("utf-16"),
+        ],
+    )
     def test_it_reads_what_json_loads_reads(self, data: bytes) -> None:
         assert repr(parse_json(data)) == repr(json.loads(data))
 
@@ -90,13 +118,16 @@ class JsonTests:
 
 
 class OptionsTests:
-    @pytest.mark.parametrize("argv", [
-        [],
-        ["--server", "http://h:1", "--timeout", "30", "--on-timeout", "allow", "--on-unreachable", "deny"],
-        ["--server=http://h:1", "--timeout=2.5", "--ask-locally", "--poll", "1"],
-        ["--on-timeout", "ask", "--on-timeout", "deny"],
-        ["--serv", "http://abbreviated:1", "--timeout=-5"],
-    ])
+    @pytest.mark.parametrize(
+        "argv",
+        [
+            [],
+            ["--server", "http://h:1", "--timeout", "30", "--on-timeout", "allow", "--on-unreachable", "deny"],
+            ["--server=http://h:1", "--timeout=2.5", "--ask-locally", "--poll", "1"],
+            ["--on-timeout", "ask", "--on-timeout", "deny"],
+            ["--serv", "http://abbreviated:1", "--timeout=-5"],
+        ],
+    )
     def test_it_reads_options_as_argparse_does(self, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
         from agent import hook
 
@@ -106,17 +137,24 @@ class OptionsTests:
         fast, reference = parse_args(argv), hook._argparse(argv)
         assert {n: getattr(fast, n) for n in names} == {n: getattr(reference, n) for n in names}
 
-    @pytest.mark.parametrize(("argv", "env"), [
-        (["--on-timeout", "maybe"], {}),
-        (["--timeout"], {}),
-        (["--ask-locally=yes"], {}),
-        (["stray"], {}),
-        ([], {"GATEHOUSE_HOOK_TIMEOUT": "soon"}),
-    ])
+    @pytest.mark.parametrize(
+        ("argv", "env"),
+        [
+            (["--on-timeout", "maybe"], {}),
+            (["--timeout"], {}),
+            (["--ask-locally=yes"], {}),
+            (["stray"], {}),
+            ([], {"GATEHOUSE_HOOK_TIMEOUT": "soon"}),
+        ],
+    )
     def test_it_exits_2_with_usage_on_a_mistake(self, argv: list[str], env: dict[str, str]) -> None:
         done = subprocess.run(
-            [sys.executable, "-m", "agent.hook", *argv], cwd=ROOT, input='{"hook_event_name": "PreToolUse"}',
-            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", **env},
+            [sys.executable, "-m", "agent.hook", *argv],
+            cwd=ROOT,
+            input='{"hook_event_name": "PreToolUse"}',
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", **env},
         )
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith("usage: python -m agent.hook") and done.stdout == ""

@@ -35,6 +35,7 @@ class CanUseToolTests:
         monkeypatch.delenv("GATEHOUSE_TOKEN", raising=False)
         unconfigured = await make_can_use_tool()("Bash", {"command": "ls"}, ToolPermissionContext(tool_use_id="t1"))
         unreachable = await make_can_use_tool(url="http://127.0.0.1:9", token="gha_x")(
-            "Bash", {"command": "ls"}, ToolPermissionContext(tool_use_id="t2"))
+            "Bash", {"command": "ls"}, ToolPermissionContext(tool_use_id="t2")
+        )
         assert isinstance(unconfigured, PermissionResultDeny) and "GATEHOUSE_URL" in unconfigured.message
         assert isinstance(unreachable, PermissionResultDeny) and "cannot reach" in unreachable.message

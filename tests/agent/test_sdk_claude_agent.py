@@ -26,9 +26,14 @@ __all__ = ["approver_token", "gatehouse"]
 def isolated_env(home: Path, api_url: str) -> dict[str, str]:
     (home / ".claude").mkdir(parents=True, exist_ok=True)
     return {
-        "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "ANTHROPIC_BASE_URL": api_url,
-        "ANTHROPIC_API_KEY": "test", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "ANTHROPIC_BASE_URL": api_url,
+        "ANTHROPIC_API_KEY": "test",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
         "DISABLE_ERROR_REPORTING": "1",
     }
 
@@ -43,16 +48,18 @@ async def run_agent(project: Path, home: Path, api_url: str, can_use_tool: Any) 
 
     env = {k: v for k, v in os.environ.items() if k.startswith(("ANTHROPIC_", "CLAUDE"))}
     options = ClaudeAgentOptions(
-        cwd=str(project), can_use_tool=can_use_tool, env={**dict.fromkeys(env, ""), **isolated_env(home, api_url)},
-        setting_sources=[], permission_mode="default", max_turns=3,
+        cwd=str(project),
+        can_use_tool=can_use_tool,
+        env={**dict.fromkeys(env, ""), **isolated_env(home, api_url)},
+        setting_sources=[],
+        permission_mode="default",
+        max_turns=3,
     )
     return [message async for message in query(prompt=one_turn("Create the marker."), options=options)]
 
 
 class ClaudeAgentSdkTests:
-    async def test_it_stops_the_tool_when_gatehouse_denies(
-        self, gatehouse: Any, ci_bot: Any, tmp_path: Path
-    ) -> None:
+    async def test_it_stops_the_tool_when_gatehouse_denies(self, gatehouse: Any, ci_bot: Any, tmp_path: Path) -> None:
         await in_db(add_rule)("Bash(touch:*)", "deny")
         project = tmp_path / "project"
         project.mkdir()

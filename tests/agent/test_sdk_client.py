@@ -19,8 +19,15 @@ __all__ = ["approver_token", "gatehouse"]
 
 
 def bash(tool_use_id: str, command: str = "make deploy") -> dict[str, Any]:
-    return {"tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": tool_use_id,
-            "session_id": "s1", "cwd": "/srv/app", "permission_mode": "default", "context": "interactive"}
+    return {
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": tool_use_id,
+        "session_id": "s1",
+        "cwd": "/srv/app",
+        "permission_mode": "default",
+        "context": "interactive",
+    }
 
 
 @pytest.fixture
@@ -69,8 +76,9 @@ class ClientTests:
     ) -> None:
         with live_server() as first:
             port = first.port
-            client = GatehouseClient(first.url, ci_bot.token, backoff_initial=0.1, backoff_max=0.5,
-                                     http_fallback_after=100)
+            client = GatehouseClient(
+                first.url, ci_bot.token, backoff_initial=0.1, backoff_max=0.5, http_fallback_after=100
+            )
             await client.start()
             waiting = asyncio.create_task(client.request_permission(bash("toolu_resume")))
             approver = Approver(first.url, approver_token)

@@ -27,7 +27,12 @@ class ScriptedExampleTests:
         env = {**os.environ, "GATEHOUSE_URL": gatehouse.url, "GATEHOUSE_TOKEN": editor.token}
         done = subprocess.run(
             [sys.executable, "-m", "examples.scripted_agent", "--cwd", str(tmp_path / "demo"), "--mode", "acceptEdits"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=90, check=True,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=True,
         )
         blocks = [json.loads(line) for line in done.stdout.splitlines()]
         assert [b.get("is_error", False) for b in blocks] == [False] * 5 + [True, True]

@@ -40,8 +40,9 @@ class BashProgressTests:
         await in_db(add_rule)("Bash", "allow")
         cookie = await in_db(session_cookie)(alice)
         headers = {"Cookie": f"sessionid={cookie}"}
-        async with connect(f"{gatehouse.ws_url}/ws/dashboard/", additional_headers=headers,
-                           origin=gatehouse.url, proxy=None) as dashboard:
+        async with connect(
+            f"{gatehouse.ws_url}/ws/dashboard/", additional_headers=headers, origin=gatehouse.url, proxy=None
+        ) as dashboard:
             await dashboard.send(json.dumps({"type": "subscribe"}))
             assert json.loads(await asyncio.wait_for(dashboard.recv(), 10))["type"] == "snapshot"
             async with GatehouseClient(gatehouse.url, ci_bot.token) as client:

@@ -74,8 +74,9 @@ class RunnerAgainstGatehouseTests:
         client = GatehouseClient(server.url, token)
         await client.start()
         tools = options.pop("tools", None)
-        runner = ToolRunner(tools, cwd=workdir, client=client, session_id="sess-1",
-                            results_dir=workdir.parent / "results", **options)
+        runner = ToolRunner(
+            tools, cwd=workdir, client=client, session_id="sess-1", results_dir=workdir.parent / "results", **options
+        )
         return runner, client
 
     async def test_it_answers_a_hallucinated_tool_with_an_error_and_asks_nobody(
@@ -85,7 +86,9 @@ class RunnerAgainstGatehouseTests:
         async with client:
             result = await runner.run(block("toolu_ghost", "TeleportFiles", where="mars"))
         assert result.block() == {
-            "type": "tool_result", "tool_use_id": "toolu_ghost", "is_error": True,
+            "type": "tool_result",
+            "tool_use_id": "toolu_ghost",
+            "is_error": True,
             "content": "<tool_use_error>Error: No such tool available: TeleportFiles</tool_use_error>",
         }
         assert await in_db(requests_for)("toolu_ghost") == []
@@ -105,8 +108,13 @@ class RunnerAgainstGatehouseTests:
     ) -> None:
         async def no_network(event: dict[str, Any]) -> dict[str, Any] | None:
             if "curl" in event["tool_input"].get("command", ""):
-                return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                               "permissionDecisionReason": "no network from CI"}}
+                return {
+                    "hookSpecificOutput": {
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": "deny",
+                        "permissionDecisionReason": "no network from CI",
+                    }
+                }
             return None
 
         runner, client = await self._runner(gatehouse, ci_bot.token, workdir, hooks=Hooks(pre_tool_use=[no_network]))
@@ -190,13 +198,21 @@ class RunnerAgainstGatehouseTests:
 
         telemetry: list[dict[str, Any]] = []
         runner, client = await self._runner(
-            gatehouse, ci_bot.token, workdir, tools=[ExplodingTool()], telemetry=telemetry.append,
+            gatehouse,
+            ci_bot.token,
+            workdir,
+            tools=[ExplodingTool()],
+            telemetry=telemetry.append,
             hooks=Hooks(post_tool_use_failure=[on_failure]),
         )
         async with client:
             result = await runner.run(block("toolu_boom", "mcp__demo__explode", x=1))
-        assert result.block() == {"type": "tool_result", "tool_use_id": "toolu_boom", "is_error": True,
-                                  "content": "Error: kaboom in /secret/path"}
+        assert result.block() == {
+            "type": "tool_result",
+            "tool_use_id": "toolu_boom",
+            "is_error": True,
+            "content": "Error: kaboom in /secret/path",
+        }
         assert result.error_class == "RuntimeError"
         assert [f["hook_event_name"] for f in failures] == ["PostToolUseFailure"]
         assert failures[0]["error"] == "Error: kaboom in /secret/path"
@@ -243,8 +259,9 @@ class RunnerAgainstGatehouseTests:
         tools = [BashTool(background_after=0.5), BashOutputTool(), ReadTool()]
         runner, client = await self._runner(gatehouse, ci_bot.token, workdir, tools=tools)
         async with client:
-            result = await runner.run(block("toolu_bg", "Bash", command="echo started; sleep 1.5; echo finished",
-                                            run_in_background=True))
+            result = await runner.run(
+                block("toolu_bg", "Bash", command="echo started; sleep 1.5; echo finished", run_in_background=True)
+            )
             # The result came back while the command was still running: "finished" is not in it.
             assert not result.is_error and result.data["backgrounded"] is True
             shell_id = result.data["background_id"]

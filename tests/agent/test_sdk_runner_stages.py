@@ -86,8 +86,9 @@ class RunnerStagesTests:
             await asyncio.wait_for(classifier_started.wait(), 5)
 
         tool = EchoTool()
-        runner = ToolRunner([tool], cwd=tmp_path, rules=ALLOW_BASH, classifier=classifier,
-                            hooks=Hooks(pre_tool_use=[hook]))
+        runner = ToolRunner(
+            [tool], cwd=tmp_path, rules=ALLOW_BASH, classifier=classifier, hooks=Hooks(pre_tool_use=[hook])
+        )
         result = await runner.run(block("Bash", command="ls"))
         assert not result.is_error, result.content
 
@@ -175,12 +176,17 @@ class RunAllTests:
         ]
         results = await runner.run_all(blocks)
         assert [(r.tool_use_id, r.content, r.is_error) for r in results] == [
-            ("1", "a", False), ("2", "b", False), ("3", "ran write", False)]
+            ("1", "a", False),
+            ("2", "b", False),
+            ("3", "ran write", False),
+        ]
 
 
 class ImportsTests:
     def test_it_keeps_the_sdk_free_of_django(self) -> None:
-        code = ("import sys, agent.client, agent.runner, agent.tools, agent.claude_sdk; "
-                "bad = [m for m in sys.modules if m.split('.')[0] in ('django', 'approvals', 'relay')]; "
-                "assert not bad, bad")
+        code = (
+            "import sys, agent.client, agent.runner, agent.tools, agent.claude_sdk; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('django', 'approvals', 'relay')]; "
+            "assert not bad, bad"
+        )
         subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])

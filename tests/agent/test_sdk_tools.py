@@ -11,8 +11,10 @@ import pytest
 from agent.runner import ToolRunner
 from agent.tools import ToolContext, ToolError
 
-ALLOW_ALL = [{"rule": tool, "behavior": "allow", "source": "session"}
-             for tool in ("Bash", "Read", "Write", "Edit", "Glob", "Grep")]
+ALLOW_ALL = [
+    {"rule": tool, "behavior": "allow", "source": "session"}
+    for tool in ("Bash", "Read", "Write", "Edit", "Glob", "Grep")
+]
 
 
 def block(name: str, **tool_input: Any) -> dict[str, Any]:
@@ -68,8 +70,9 @@ class FileToolsTests:
         (runner.context.cwd / "dup.txt").write_text("a a a")
         await runner.run(block("Read", file_path="dup.txt"))
         result = await runner.run(block("Edit", file_path="dup.txt", old_string="a", new_string="b"))
-        everywhere = await runner.run(block("Edit", file_path="dup.txt", old_string="a", new_string="b",
-                                            replace_all=True))
+        everywhere = await runner.run(
+            block("Edit", file_path="dup.txt", old_string="a", new_string="b", replace_all=True)
+        )
         assert result.is_error and "Found 3 matches" in result.content
         assert not everywhere.is_error and (runner.context.cwd / "dup.txt").read_text() == "b b b"
 

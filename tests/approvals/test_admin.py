@@ -22,8 +22,17 @@ def staff(admin: Any) -> Client:
 class AdminTests:
     def test_it_shows_every_model_page(self, staff: Client, ci_bot: Any) -> None:
         services.request_submit(agent=ci_bot.agent, call={"tool_name": "Nope", "tool_use_id": "adm"})
-        for page in ["team", "membership", "agent", "personaltoken", "permissionrequest", "decision", "rule",
-                     "chatidentity", "sessiondenials"]:
+        for page in [
+            "team",
+            "membership",
+            "agent",
+            "personaltoken",
+            "permissionrequest",
+            "decision",
+            "rule",
+            "chatidentity",
+            "sessiondenials",
+        ]:
             assert staff.get(f"/admin/approvals/{page}/").status_code == 200, page
         assert staff.get("/admin/auth/user/").status_code == 200
 
@@ -43,21 +52,36 @@ class AdminTests:
         assert Decision.objects.get(pk=row.pk).behavior == "deny"
 
     def test_it_manages_teams_with_their_memberships(self, staff: Client, alice: Any) -> None:
-        response = staff.post("/admin/approvals/team/add/", {
-            "name": "platform",
-            "memberships-TOTAL_FORMS": "1", "memberships-INITIAL_FORMS": "0",
-            "memberships-MIN_NUM_FORMS": "0", "memberships-MAX_NUM_FORMS": "1000",
-            "memberships-0-user": str(alice.pk), "memberships-0-role": "viewer",
-        })
+        response = staff.post(
+            "/admin/approvals/team/add/",
+            {
+                "name": "platform",
+                "memberships-TOTAL_FORMS": "1",
+                "memberships-INITIAL_FORMS": "0",
+                "memberships-MIN_NUM_FORMS": "0",
+                "memberships-MAX_NUM_FORMS": "1000",
+                "memberships-0-user": str(alice.pk),
+                "memberships-0-role": "viewer",
+            },
+        )
         assert response.status_code == 302, response.content[:2000]
         team = Team.objects.get(name="platform")
         assert Membership.objects.get(team=team, user=alice).role == "viewer"
 
     def test_it_refuses_an_invalid_rule_in_the_admin(self, staff: Client, default_team: Any) -> None:
-        response = staff.post("/admin/approvals/rule/add/", {
-            "rule": "Bash(", "behavior": "deny", "source": "localSettings", "team": str(default_team.pk),
-            "scope": "global", "project_path": "", "session_id": "", "note": "",
-        })
+        response = staff.post(
+            "/admin/approvals/rule/add/",
+            {
+                "rule": "Bash(",
+                "behavior": "deny",
+                "source": "localSettings",
+                "team": str(default_team.pk),
+                "scope": "global",
+                "project_path": "",
+                "session_id": "",
+                "note": "",
+            },
+        )
         assert response.status_code == 200
         assert b"unbalanced parenthesis" in response.content
         assert not Rule.objects.exists()

@@ -124,7 +124,7 @@ class AuditExportTests:
 
     def test_it_defuses_formulas_in_csv_cells(self, api_as: Any, alice: Any, ci_bot: Any, pending: Any) -> None:
         for prefix in ("=", "+", "-", "@"):
-            request = pending(session_id=f"{prefix}HYPERLINK(\"http://evil\")")
+            request = pending(session_id=f'{prefix}HYPERLINK("http://evil")')
             services.request_decide(
                 request_id=request.pk, behavior="deny", surface="api", user=alice, message=f"{prefix}cmd|' /C calc'!A0"
             )

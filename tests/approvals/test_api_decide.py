@@ -73,7 +73,10 @@ class DecideTests:
         assert response.status_code == 200, response.content
         rule = Rule.objects.get()
         assert (rule.rule, rule.behavior, rule.scope, rule.session_id) == (
-            "Bash(npm run build:*)", "allow", "session", "s9",
+            "Bash(npm run build:*)",
+            "allow",
+            "session",
+            "s9",
         )
         assert rule.expires_at is not None
         assert response.json()["decision"]["reason"]["saved_rule"] == "Bash(npm run build:*)"

@@ -86,7 +86,9 @@ class LongPollTests:
         with ThreadPoolExecutor(max_workers=waiters) as pool, httpx.Client(base_url=server.url, timeout=60) as http:
             futures = [
                 pool.submit(
-                    http.post, f"{URL}?wait=20", json={**ASK_CALL, "tool_use_id": f"many{index}"},
+                    http.post,
+                    f"{URL}?wait=20",
+                    json={**ASK_CALL, "tool_use_id": f"many{index}"},
                     headers=bearer(ci_bot.token),
                 )
                 for index in range(waiters)
@@ -108,9 +110,10 @@ class LongPollTests:
         for index in range(3):
             services.request_submit(agent=ci_bot.agent, call={"tool_name": "Nope", "tool_use_id": f"x{index}"})
         token = services.personal_token_create(user=alice)
-        with httpx.Client(base_url=server.url, timeout=30) as http, http.stream(
-            "GET", "/api/v1/audit?format=csv", headers=bearer(token)
-        ) as response:
+        with (
+            httpx.Client(base_url=server.url, timeout=30) as http,
+            http.stream("GET", "/api/v1/audit?format=csv", headers=bearer(token)) as response,
+        ):
             assert response.status_code == 200
             assert response.headers.get("content-length") is None  # streamed, not buffered
             lines = "".join(response.iter_text()).splitlines()
@@ -122,7 +125,7 @@ class LongPollTests:
 
         def chunks() -> Iterator[bytes]:  # no Content-Length: Transfer-Encoding: chunked
             for start in range(0, len(big), 64 * 1024):
-                yield big[start:start + 64 * 1024]
+                yield big[start : start + 64 * 1024]
 
         headers = {**bearer(ci_bot.token), "Content-Type": "application/json"}
         with httpx.Client(base_url=server.url, timeout=30) as http:

@@ -11,8 +11,17 @@ from approvals import services
 from approvals.models import Rule
 from tests.approvals.conftest import ASK_CALL, Api, person_api
 
-PERSONAS = ["anonymous", "wrong_token", "revoked_token", "agent", "other_agent",
-            "viewer", "approver", "outsider", "admin"]
+PERSONAS = [
+    "anonymous",
+    "wrong_token",
+    "revoked_token",
+    "agent",
+    "other_agent",
+    "viewer",
+    "approver",
+    "outsider",
+    "admin",
+]
 
 # Each cell is the status code that persona gets; `{req}` and `{rule}` are fresh objects
 # of the default team (ci-bot's pending request, a default-team rule) for every cell.
@@ -51,10 +60,19 @@ ENDPOINTS: dict[str, tuple[str, str, Any]] = {
     "rules_explain": ("post", "/api/v1/rules/explain", {"tool_name": "Bash", "tool_input": {"command": "ls"}}),
     "health": ("get", "/api/v1/health", None),
     "schema": ("get", "/api/schema/", None),
-    "claude_hook": ("post", "/hooks/claude-code", {
-        "hook_event_name": "PostToolUse", "session_id": "s1", "cwd": "/tmp/proj", "tool_name": "Bash",
-        "tool_input": {"command": "ls"}, "tool_use_id": "matrix-hook", "tool_response": {"stdout": ""},
-    }),
+    "claude_hook": (
+        "post",
+        "/hooks/claude-code",
+        {
+            "hook_event_name": "PostToolUse",
+            "session_id": "s1",
+            "cwd": "/tmp/proj",
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls"},
+            "tool_use_id": "matrix-hook",
+            "tool_response": {"stdout": ""},
+        },
+    ),
 }
 
 
@@ -91,8 +109,9 @@ class RoleMatrixTests:
                 request = services.request_submit(
                     agent=ci_bot.agent, call={**ASK_CALL, "tool_use_id": f"matrix_{next(counter)}"}
                 ).request
-                rule = Rule.objects.create(rule="Bash(make:*)", behavior="allow", source="localSettings",
-                                           team=default_team)
+                rule = Rule.objects.create(
+                    rule="Bash(make:*)", behavior="allow", source="localSettings", team=default_team
+                )
                 path = template.format(req=request.pk, rule=rule.pk)
                 submit_body = {**body, "tool_use_id": f"matrix_{next(counter)}"} if endpoint == "submit" else body
                 response = clients[persona]().call(method, path, submit_body)

@@ -19,10 +19,24 @@ class RuleCrudTests:
         )
         assert response.status_code == 201, response.content
         body = response.json()
-        assert set(body) >= {"id", "rule", "behavior", "source", "scope", "expires_at", "note", "created_by",
-                             "agent", "project_path", "session_id"}
+        assert set(body) >= {
+            "id",
+            "rule",
+            "behavior",
+            "source",
+            "scope",
+            "expires_at",
+            "note",
+            "created_by",
+            "agent",
+            "project_path",
+            "session_id",
+        }
         assert (body["rule"], body["created_by"], body["scope"], body["team"]) == (
-            "Bash(git commit:*)", "alice", "global", "default",
+            "Bash(git commit:*)",
+            "alice",
+            "global",
+            "default",
         )
 
     def test_it_returns_the_engines_message_for_an_invalid_rule(self, api_as: Any, alice: Any) -> None:
@@ -100,17 +114,26 @@ class RuleExplainTests:
         assert not Decision.objects.exists()
 
     def test_it_tries_extra_rules_without_saving_them(self, api_as: Any, bob: Any) -> None:
-        response = api_as(bob).post(f"{URL}/explain", {
-            "tool_name": "Bash", "tool_input": {"command": "npm test"}, "cwd": "/tmp/p",
-            "rules": [{"rule": "Bash(npm test)", "behavior": "allow", "source": "localSettings"}],
-        })
+        response = api_as(bob).post(
+            f"{URL}/explain",
+            {
+                "tool_name": "Bash",
+                "tool_input": {"command": "npm test"},
+                "cwd": "/tmp/p",
+                "rules": [{"rule": "Bash(npm test)", "behavior": "allow", "source": "localSettings"}],
+            },
+        )
         assert response.status_code == 200, response.content
         assert response.json()["behavior"] == "allow"
         assert not Rule.objects.exists()
 
     def test_it_refuses_an_invalid_extra_rule(self, api_as: Any, alice: Any) -> None:
-        response = api_as(alice).post(f"{URL}/explain", {
-            "tool_name": "Bash", "rules": [{"rule": "Bash(", "behavior": "allow", "source": "localSettings"}],
-        })
+        response = api_as(alice).post(
+            f"{URL}/explain",
+            {
+                "tool_name": "Bash",
+                "rules": [{"rule": "Bash(", "behavior": "allow", "source": "localSettings"}],
+            },
+        )
         assert response.status_code == 400
         assert "rules" in response.json()["error"]["fields"]

@@ -24,7 +24,10 @@ class SubmitTests:
         assert body["status"] == "decided"
         assert body["decision"]["behavior"] == "allow"
         assert body["decision"]["reason"] == {
-            "type": "rule", "rule": "Bash(git status)", "source": "projectSettings", "behavior": "allow",
+            "type": "rule",
+            "rule": "Bash(git status)",
+            "source": "projectSettings",
+            "behavior": "allow",
         }
         assert Decision.objects.get(request_id=body["id"]).rule == "Bash(git status)"
 

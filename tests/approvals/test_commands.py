@@ -19,8 +19,13 @@ from tests.live import ROOT, server_env
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Run manage.py as a person would, stdout and stderr interleaved as on a terminal."""
     return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=server_env(**env),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=server_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
     )
 
 

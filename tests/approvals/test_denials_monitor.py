@@ -39,8 +39,9 @@ class DenialsMonitorTests:
         self, alice: Any, ci_bot: Any, default_team: Any
     ) -> None:
         argument = longest_rule_argument()
-        long_rule = services.rule_create(rule=f"Bash(echo {argument})", behavior="deny", source="policySettings",
-                                         team=default_team)
+        long_rule = services.rule_create(
+            rule=f"Bash(echo {argument})", behavior="deny", source="policySettings", team=default_team
+        )
         services.rule_create(rule="Bash(rm:*)", behavior="deny", source="projectSettings", team=default_team)
         assert len(long_rule.rule) > INDEXED_RULE_CHARS
         # A rule of 12 kB would not fit a B-tree entry: the denial must still be written.

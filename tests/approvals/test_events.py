@@ -58,8 +58,11 @@ class DecisionDoorbellTests:
     ) -> None:
         result = services.request_submit(agent=ci_bot.agent, call={**CALL, "tool_input": {"command": "make deploy"}})
         assert result.decision is None
-        team, agent, waiter = _listen(events.team_group(default_team.pk), events.agent_group(ci_bot.agent.pk),
-                                      events.request_group(result.request.pk))
+        team, agent, waiter = _listen(
+            events.team_group(default_team.pk),
+            events.agent_group(ci_bot.agent.pk),
+            events.request_group(result.request.pk),
+        )
         services.request_decide(request_id=result.request.pk, behavior="allow", user=alice, surface="web")
         for channel in (team, agent, waiter):
             rung = async_to_sync(_receive)(channel)

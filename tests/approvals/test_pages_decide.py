@@ -48,7 +48,7 @@ class DecidePostTests:
         assert response.status_code == 200
         body = response.json()
         assert body["ok"] is True and body["id"] == str(req.pk)
-        assert "decided by <strong class=\"decider\">alice</strong> via web" in body["html"]
+        assert 'decided by <strong class="decider">alice</strong> via web' in body["html"]
 
     def test_it_tells_the_second_decider_who_won(self, alice: Any, admin: Any, ci_bot: Any) -> None:
         req = ask(ci_bot.agent)

@@ -52,10 +52,23 @@ class RulesCacheTests:
     ) -> None:
         second = registered_agent("second-bot", "default")
         services.rule_create(rule="Bash(git status)", behavior="allow", source="projectSettings", team=default_team)
-        services.rule_create(rule="Bash(git status)", behavior="deny", source="session", team=default_team,
-                             scope="session", session_id="s1", agent=ci_bot.agent)
-        services.rule_create(rule="Bash(git status)", behavior="deny", source="localSettings", team=default_team,
-                             scope="project", project_path="/srv/other")
+        services.rule_create(
+            rule="Bash(git status)",
+            behavior="deny",
+            source="session",
+            team=default_team,
+            scope="session",
+            session_id="s1",
+            agent=ci_bot.agent,
+        )
+        services.rule_create(
+            rule="Bash(git status)",
+            behavior="deny",
+            source="localSettings",
+            team=default_team,
+            scope="project",
+            project_path="/srv/other",
+        )
         assert _behavior(ci_bot.agent, "toolu_1") == "deny"  # its own session rule
         assert _behavior(second.agent, "toolu_2") == "allow"  # another agent, same session id
         other_session = services.request_submit(

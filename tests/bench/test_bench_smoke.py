@@ -33,10 +33,12 @@ class ReportTests:
         page = tmp_path / "PERFORMANCE.md"
         page.write_text(f"# Performance\n\nWhat we did.\n\n{report.BEGIN}\nold table\n{report.END}\n\nMore prose.\n")
         figure = Figure(2, "HTTP", rows=[Row("c=1 p50", 3.0, "ms", 2.0, "health", 1.5, "<= 1.5x", True)])
-        missed = Figure(5, "Push", rows=[Row("p50", 9.0, "ms", None, "", None, "<= 5 ms", False)],
-                        bottleneck="card rendering")
-        report.update_docs(page, [figure, missed], {"quick": True, "seconds": 1.0, "database": "sqlite",
-                                                    "redis": "REDIS_URL"})
+        missed = Figure(
+            5, "Push", rows=[Row("p50", 9.0, "ms", None, "", None, "<= 5 ms", False)], bottleneck="card rendering"
+        )
+        report.update_docs(
+            page, [figure, missed], {"quick": True, "seconds": 1.0, "database": "sqlite", "redis": "REDIS_URL"}
+        )
         text = page.read_text()
         assert "old table" not in text
         assert "What we did." in text and "More prose." in text
@@ -51,8 +53,13 @@ class ReportTests:
 class EngineFigureTests:
     def test_bench_policy_script_runs_and_the_harness_reads_it(self, tmp_path: Path) -> None:
         out = tmp_path / "policy.json"
-        subprocess.run([sys.executable, "bench/bench_policy.py", "--iterations", "5", "--json", str(out)],
-                       cwd=ROOT, check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "bench/bench_policy.py", "--iterations", "5", "--json", str(out)],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         found = fig_engine.normalise(json.loads(out.read_text()))
         assert {"Bash@10", "Bash@200", "Bash@2000", "Edit@200"} <= set(found)
         assert fig_engine._stat_us(found["Bash@200"], "p99") > 0
@@ -64,7 +71,10 @@ class HarnessTests:
         out = tmp_path / "results.json"
         proc = subprocess.run(
             [sys.executable, "-m", "bench", "--smoke", "--no-docs", "--json", str(out)],
-            cwd=ROOT, capture_output=True, text=True, timeout=600,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         results = json.loads(out.read_text())
@@ -81,12 +91,18 @@ class ReportOnlyTests:
     def test_it_rerenders_the_docs_from_a_results_file_and_names_bottlenecks(self, tmp_path: Path) -> None:
         missed = Figure(5, "Push", rows=[Row("p50", 9.0, "ms", 1.0, "echo", 9.0, "p50 <= 5 ms", False)])
         results = tmp_path / "results.json"
-        report.write_json(results, [missed], {"quick": False, "seconds": 3.0, "database": "postgresql",
-                                              "redis": "REDIS_URL"})
+        report.write_json(
+            results, [missed], {"quick": False, "seconds": 3.0, "database": "postgresql", "redis": "REDIS_URL"}
+        )
         page = tmp_path / "PERFORMANCE.md"
         page.write_text(f"# Performance\n\n{report.BEGIN}\n{report.END}\n")
-        subprocess.run([sys.executable, "-m", "bench", "--report-only", "--json", str(results), "--docs", str(page)],
-                       cwd=ROOT, check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            [sys.executable, "-m", "bench", "--report-only", "--json", str(results), "--docs", str(page)],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         text = page.read_text()
         assert "| | p50 | 9 ms | 1 ms (echo) | 9 | p50 <= 5 ms | **no** |" in text
         assert f"**5. Push**: {fig_push.BOTTLENECK}" in text

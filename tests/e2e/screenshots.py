@@ -77,17 +77,34 @@ def seed() -> dict[str, Any]:
     answered = (("make deploy", "deny"), ("docker compose up -d", "allow"), ("curl -s https://x", "deny"))
     for command, behavior in answered:
         req = call(ci, "Bash", {"command": command}).request
-        services.request_decide(request_id=req.pk, behavior=behavior, surface="web", user=alice,
-                                message="Not from CI, please." if behavior == "deny" else "")
+        services.request_decide(
+            request_id=req.pk,
+            behavior=behavior,
+            surface="web",
+            user=alice,
+            message="Not from CI, please." if behavior == "deny" else "",
+        )
     services.request_expire(request=call(ci, "Bash", {"command": "terraform apply"}).request)
     call(laptop, "Read", {"file_path": "/home/alice/.ssh/id_ed25519"})
 
     pending = [
-        call(ci, "Bash", {"command": "rm -rf build dist && npm ci && npm run build > /tmp/build.log 2>&1",
-                          "description": "Clean rebuild of the production bundle"}).request,
-        call(ci, "Edit", {"file_path": str(shop / "src" / "cart.py"),
-                          "old_string": "    return sum(i.price for i in items)",
-                          "new_string": "    return sum(i.price * i.qty for i in items)"}).request,
+        call(
+            ci,
+            "Bash",
+            {
+                "command": "rm -rf build dist && npm ci && npm run build > /tmp/build.log 2>&1",
+                "description": "Clean rebuild of the production bundle",
+            },
+        ).request,
+        call(
+            ci,
+            "Edit",
+            {
+                "file_path": str(shop / "src" / "cart.py"),
+                "old_string": "    return sum(i.price for i in items)",
+                "new_string": "    return sum(i.price * i.qty for i in items)",
+            },
+        ).request,
         call(laptop, "WebFetch", {"url": "https://pypi.org/project/django/", "prompt": "Latest 5.2 release?"}).request,
         call(ci, "mcp__linear__create_issue", {"title": "Flaky checkout test", "team": "SHOP", "priority": 2}).request,
     ]

@@ -220,8 +220,11 @@ def block_actions(
 def view_submission(opened: dict[str, Any], *, user_id: str, reason: str, username: str = "") -> dict[str, Any]:
     """The `view_submission` payload Slack sends when a user submits a modal opened by views.open."""
     view = opened["view"]
-    values = {block["block_id"]: {block["element"]["action_id"]: {"type": block["element"]["type"], "value": reason}}
-              for block in view.get("blocks", []) if block.get("type") == "input"}
+    values = {
+        block["block_id"]: {block["element"]["action_id"]: {"type": block["element"]["type"], "value": reason}}
+        for block in view.get("blocks", [])
+        if block.get("type") == "input"
+    }
     return {
         "type": "view_submission",
         "team": {"id": "T1", "domain": "acme"},

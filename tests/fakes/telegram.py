@@ -233,7 +233,7 @@ class FakeTelegram:
                     return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                self._send(*fake.handle(self.path[len(prefix):].split("?")[0], _params(self.headers, body)))
+                self._send(*fake.handle(self.path[len(prefix) :].split("?")[0], _params(self.headers, body)))
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()

@@ -10,28 +10,52 @@ CWD = "/srv/project"
 HOME = "/home/alice"
 
 STANDARD_RULES: list[dict[str, Any]] = [
-    {"source": "projectSettings", "permissions": {
-        "allow": [
-            "Bash(git status:*)", "Bash(git log *)", "Bash(npm run test:*)", "Bash(ls:*)",
-            "Bash(echo:*)", "Bash(cat:*)", "Bash(pytest)", "Edit(src/**)",
-            "Read(~/notes/**)", "WebFetch(domain:docs.python.org)", "mcp__github",
-            "Task(Explore)",
-        ],
-        "ask": ["Bash(git push:*)", "Bash(npm publish:*)", "Edit(src/secrets/**)",
-                "WebFetch(domain:pypi.org)"],
-        "deny": ["Bash(curl:*)", "Bash(git push --force:*)", "Edit(//etc/**)",
-                 "WebFetch(domain:*.evil.com)", "mcp__evil", "Task(General)"],
-    }},
-    {"source": "policySettings", "permissions": {
-        "deny": ["Bash(rm:*)", "Read(~/.ssh/**)", "Read(.env)", "Bash(sudo:*)"],
-    }},
+    {
+        "source": "projectSettings",
+        "permissions": {
+            "allow": [
+                "Bash(git status:*)",
+                "Bash(git log *)",
+                "Bash(npm run test:*)",
+                "Bash(ls:*)",
+                "Bash(echo:*)",
+                "Bash(cat:*)",
+                "Bash(pytest)",
+                "Edit(src/**)",
+                "Read(~/notes/**)",
+                "WebFetch(domain:docs.python.org)",
+                "mcp__github",
+                "Task(Explore)",
+            ],
+            "ask": ["Bash(git push:*)", "Bash(npm publish:*)", "Edit(src/secrets/**)", "WebFetch(domain:pypi.org)"],
+            "deny": [
+                "Bash(curl:*)",
+                "Bash(git push --force:*)",
+                "Edit(//etc/**)",
+                "WebFetch(domain:*.evil.com)",
+                "mcp__evil",
+                "Task(General)",
+            ],
+        },
+    },
+    {
+        "source": "policySettings",
+        "permissions": {
+            "deny": ["Bash(rm:*)", "Read(~/.ssh/**)", "Read(.env)", "Bash(sudo:*)"],
+        },
+    },
 ]
 
 
 def request(tool: str, tool_input: dict[str, Any], **extra: Any) -> dict[str, Any]:
     doc: dict[str, Any] = {
-        "tool_name": tool, "tool_input": tool_input, "cwd": CWD, "home": HOME,
-        "mode": "default", "context": "interactive", "rules": STANDARD_RULES,
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "cwd": CWD,
+        "home": HOME,
+        "mode": "default",
+        "context": "interactive",
+        "rules": STANDARD_RULES,
     }
     doc.update(extra)
     return doc

@@ -16,16 +16,17 @@ class ParseCacheTests:
     def test_it_returns_the_same_parse_for_the_same_string(self) -> None:
         assert parse("git status") is parse("git status")
 
-    @pytest.mark.parametrize(("first", "second"), [
-        ("git status", "git status "),
-        ("rm x", "rm  x"),
-        ("ls a", "ls b"),
-        ("echo $(id)", "echo '$(id)'"),
-        ("cat x", "cat x\n"),
-    ])
-    def test_it_never_answers_one_command_with_another_ones_parse(
-        self, first: str, second: str
-    ) -> None:
+    @pytest.mark.parametrize(
+        ("first", "second"),
+        [
+            ("git status", "git status "),
+            ("rm x", "rm  x"),
+            ("ls a", "ls b"),
+            ("echo $(id)", "echo '$(id)'"),
+            ("cat x", "cat x\n"),
+        ],
+    )
+    def test_it_never_answers_one_command_with_another_ones_parse(self, first: str, second: str) -> None:
         parse(first)  # cached first, so a leak would show in the second
         assert parse(second).analysis.command == second
         assert parse(second) is not parse(first)
@@ -41,8 +42,16 @@ class ParseCacheTests:
         with pytest.raises(dataclasses.FrozenInstanceError):
             parsed.analysis.commands[0].words = ("rm",)  # type: ignore[misc]
         first = parsed.analysis.commands[0]
-        for value in (parsed.analysis.commands, parsed.analysis.blockers, parsed.redirect_targets,
-                      parsed.path_words, parsed.suggestions, first.words, first.deny_forms, first.allow_forms):
+        for value in (
+            parsed.analysis.commands,
+            parsed.analysis.blockers,
+            parsed.redirect_targets,
+            parsed.path_words,
+            parsed.suggestions,
+            first.words,
+            first.deny_forms,
+            first.allow_forms,
+        ):
             assert isinstance(value, tuple)
 
     def test_it_is_not_changed_by_a_caller_editing_its_decision(self) -> None:

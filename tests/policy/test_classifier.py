@@ -14,14 +14,28 @@ def _bash(command: str) -> str | None:
 
 
 class ReadonlyClassifierTests:
-    @pytest.mark.parametrize("command", ["ls", "cat README.md", "git status", "git log -5",
-                                         "grep -rn TODO src", "ls src | wc -l", "git diff HEAD"])
+    @pytest.mark.parametrize(
+        "command",
+        ["ls", "cat README.md", "git status", "git log -5", "grep -rn TODO src", "ls src | wc -l", "git diff HEAD"],
+    )
     def test_it_allows_read_only_commands_inside_cwd(self, command: str) -> None:
         assert _bash(command) == "allow"
 
-    @pytest.mark.parametrize("command", ["cat /etc/passwd", "cat ../../x", "git push", "rm x",
-                                         "ls > out.txt && rm x", "echo $(id)", "sort -o out x",
-                                         "git branch -D main", "sudo ls", "find . -delete"])
+    @pytest.mark.parametrize(
+        "command",
+        [
+            "cat /etc/passwd",
+            "cat ../../x",
+            "git push",
+            "rm x",
+            "ls > out.txt && rm x",
+            "echo $(id)",
+            "sort -o out x",
+            "git branch -D main",
+            "sudo ls",
+            "find . -delete",
+        ],
+    )
     def test_it_has_no_opinion_on_anything_else(self, command: str) -> None:
         assert _bash(command) is None
 

@@ -12,15 +12,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(args: list[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "policy", *args], input=stdin, text=True,
-                          capture_output=True, cwd=ROOT, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "policy", *args],
+        input=stdin,
+        text=True,
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
 
 
 class CliDecideTests:
     def test_it_prints_the_decision_as_json(self) -> None:
         doc: dict[str, Any] = {
-            "tool_name": "Bash", "tool_input": {"command": "git status && rm -rf ~"},
-            "cwd": "/srv/p", "rules": [
+            "tool_name": "Bash",
+            "tool_input": {"command": "git status && rm -rf ~"},
+            "cwd": "/srv/p",
+            "rules": [
                 {"rule": "Bash(git status:*)", "behavior": "allow", "source": "projectSettings"},
                 {"source": "policySettings", "permissions": {"deny": ["Bash(rm:*)"]}},
             ],
@@ -29,10 +38,15 @@ class CliDecideTests:
         assert result.returncode == 0, result.stderr
         output = json.loads(result.stdout)
         assert output["behavior"] == "deny"
-        assert output["reason"] == {"type": "rule", "rule": "Bash(rm:*)",
-                                    "source": "policySettings", "behavior": "deny"}
-        assert {"layer": "denyRules", "result": "deny", "rule": "Bash(rm:*)",
-                "source": "policySettings"} in output["trace"]
+        assert output["reason"] == {
+            "type": "rule",
+            "rule": "Bash(rm:*)",
+            "source": "policySettings",
+            "behavior": "deny",
+        }
+        assert {"layer": "denyRules", "result": "deny", "rule": "Bash(rm:*)", "source": "policySettings"} in output[
+            "trace"
+        ]
         assert set(output) >= {"message", "updated_input", "warnings", "suggested_rules"}
 
     def test_it_resolves_headless_asks_to_deny(self) -> None:

@@ -256,14 +256,11 @@ class DecisionTableTests:
         assert len(CASES) >= 300
 
     @pytest.mark.parametrize(("tool", "tool_input", "mode", "code"), CASES)
-    def test_it_decides_in_the_named_layer(
-        self, tool: str, tool_input: dict[str, Any], mode: str, code: str
-    ) -> None:
+    def test_it_decides_in_the_named_layer(self, tool: str, tool_input: dict[str, Any], mode: str, code: str) -> None:
         behavior, reason_type, (layer, result) = CODES[code]
         decision = decide(request(tool, tool_input, mode=mode))
         steps = [(s["layer"], s["result"]) for s in decision.trace]
-        assert (decision.behavior, decision.reason["type"]) == (behavior, reason_type), (
-            decision.reason, steps)
+        assert (decision.behavior, decision.reason["type"]) == (behavior, reason_type), (decision.reason, steps)
         assert (layer, result) in steps, steps
         if behavior == "allow":
             assert all(s["result"] != "deny" for s in decision.trace)

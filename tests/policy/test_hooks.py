@@ -52,8 +52,7 @@ class HookTests:
         assert decision.reason["type"] == "hook"
 
     def test_it_keeps_the_protected_path_safety_check_after_a_hook_allow(self) -> None:
-        doc = request("Write", {"file_path": ".git/config", "content": "x"},
-                      pre_tool_use_hooks=[_hook("allow")])
+        doc = request("Write", {"file_path": ".git/config", "content": "x"}, pre_tool_use_hooks=[_hook("allow")])
         decision = decide(doc)
         assert (decision.behavior, decision.reason["type"]) == ("ask", "safetyCheck")
 

@@ -17,10 +17,12 @@ CODE = (
 
 class ImportIsolationTests:
     def test_it_loads_no_django_redis_or_http_module(self) -> None:
-        result = subprocess.run([sys.executable, "-c", CODE], cwd=ROOT, capture_output=True,
-                                text=True, timeout=60, check=True)
+        result = subprocess.run(
+            [sys.executable, "-c", CODE], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+        )
         modules = json.loads(result.stdout)
         assert "policy.pipeline.engine" in modules  # the probe really ran the engine
-        forbidden = [m for m in modules
-                     if m.split(".")[0] in {"django", "redis", "httpx", "requests", "channels", "urllib3"}]
+        forbidden = [
+            m for m in modules if m.split(".")[0] in {"django", "redis", "httpx", "requests", "channels", "urllib3"}
+        ]
         assert forbidden == []

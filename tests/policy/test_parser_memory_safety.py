@@ -62,7 +62,9 @@ def fenced():
     return libc.__ctype_b_loc()[0] == TABLE
 """
 
-ANALYSE = FENCE + r"""
+ANALYSE = (
+    FENCE
+    + r"""
 import json, sys
 import policy
 from policy.shell import analyse, parse
@@ -90,18 +92,20 @@ for command in job["commands"]:
                 "behavior": decide(command)})
 print(json.dumps(out))
 """
+)
 
 RULES = [
     {"rule": "Bash(echo:*)", "behavior": "allow", "source": "projectSettings"},
     {"rule": "Bash(git status)", "behavior": "allow", "source": "projectSettings"},
     {"rule": "Bash(rm:*)", "behavior": "deny", "source": "policySettings"},
 ]
-PARTY = "\U0001F389"  # an emoji: four bytes in UTF-8, far past the table
+PARTY = "\U0001f389"  # an emoji: four bytes in UTF-8, far past the table
 
 
 def run_fenced(script: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", script], input=stdin, capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", script], input=stdin, capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
 
 
 def analyse_fenced(commands: list[str]) -> list[dict[str, Any]]:
@@ -125,9 +129,17 @@ def fence_faults() -> None:
 
 class ScannerOutOfTableReadTests:
     def test_it_analyses_a_brace_before_a_wide_character_without_crashing(self) -> None:
-        commands = [f"git status; {{{PARTY}", f"echo {{{PARTY}}}", "{\U00031860", "a{\U00066922*&",
-                    f"echo {{1..{PARTY}}}", f"echo {{12..3{PARTY}}}", "echo ${\u540d}", "echo {\ud800}",
-                    f"cat <<EOF\n{{{PARTY}\nEOF"]
+        commands = [
+            f"git status; {{{PARTY}",
+            f"echo {{{PARTY}}}",
+            "{\U00031860",
+            "a{\U00066922*&",
+            f"echo {{1..{PARTY}}}",
+            f"echo {{12..3{PARTY}}}",
+            "echo ${\u540d}",
+            "echo {\ud800}",
+            f"cat <<EOF\n{{{PARTY}\nEOF",
+        ]
         for command, answer in zip(commands, analyse_fenced(commands), strict=True):
             assert not answer["can_auto_allow"], command
             assert answer["behavior"] != "allow", command
@@ -152,8 +164,26 @@ class ScannerOutOfTableReadTests:
         assert not any("right after '{'" in b for a in answers for b in a["blockers"])
 
     def test_it_survives_random_lines_of_braces_digits_and_wide_characters(self) -> None:
-        pieces = ["{", "{", "}", "1", "..", " ", ";", "$", "a", "'", '"', "\n", "\u00e9", "\u540d",
-                  PARTY, "\U00031860", "\U0010fffd", "\ud83c"]
+        pieces = [
+            "{",
+            "{",
+            "}",
+            "1",
+            "..",
+            " ",
+            ";",
+            "$",
+            "a",
+            "'",
+            '"',
+            "\n",
+            "\u00e9",
+            "\u540d",
+            PARTY,
+            "\U00031860",
+            "\U0010fffd",
+            "\ud83c",
+        ]
         rnd = random.Random(20260830)
         commands = ["".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 30))) for _ in range(3000)]
         answers = analyse_fenced(commands)
@@ -177,8 +207,14 @@ print(len(out[0].analysis.commands))
 class DeepNestingTests:
     def test_it_analyses_a_line_nested_thousands_deep_without_crashing(self) -> None:
         # Subshells piped into subshells: each level adds hidden nodes Node.parent recursed through.
-        result = subprocess.run([sys.executable, "-c", DEEP], input="(a|" * 8000 + ")" * 8000,
-                                capture_output=True, text=True, cwd=ROOT, timeout=300)
+        result = subprocess.run(
+            [sys.executable, "-c", DEEP],
+            input="(a|" * 8000 + ")" * 8000,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+        )
         assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
         assert int(result.stdout) >= 8000  # every level's command was seen
 

@@ -21,9 +21,14 @@ def _tree(tmp_path: Path) -> Path:
     (project / "src" / "app.py").write_text("x = 1\n")
     (project / "file").write_text("")
     links = {
-        "abs": str(tmp_path / "secret"), "rel": "../secret/keys", "chain": "abs",
-        "loop1": "loop2", "loop2": "loop1", "dangling": "/nonexistent/dir",
-        "dotdot": "missing/../src", "self": ".",
+        "abs": str(tmp_path / "secret"),
+        "rel": "../secret/keys",
+        "chain": "abs",
+        "loop1": "loop2",
+        "loop2": "loop1",
+        "dangling": "/nonexistent/dir",
+        "dotdot": "missing/../src",
+        "self": ".",
     }
     for name, target in links.items():
         os.symlink(target, project / name)
@@ -31,9 +36,23 @@ def _tree(tmp_path: Path) -> Path:
 
 
 SPELLINGS = [
-    "", "src", "src/app.py", "src/missing/deeper/x", "file/below", "abs", "abs/keys/id",
-    "rel/id", "chain/keys", "loop1", "loop1/x", "dangling", "dangling/x/y", "dotdot/app.py",
-    "self/self/src", "missing", "missing/x/y/z",
+    "",
+    "src",
+    "src/app.py",
+    "src/missing/deeper/x",
+    "file/below",
+    "abs",
+    "abs/keys/id",
+    "rel/id",
+    "chain/keys",
+    "loop1",
+    "loop1/x",
+    "dangling",
+    "dangling/x/y",
+    "dotdot/app.py",
+    "self/self/src",
+    "missing",
+    "missing/x/y/z",
 ]
 
 
@@ -57,9 +76,7 @@ class PathResolverTests:
         # The same decision keeps its first answer: its layers must agree with each other.
         assert resolver.normalise("out") == first
         # The next decision sees the link.
-        assert PathResolver(str(project), str(tmp_path)).normalise("out").real == str(
-            tmp_path / "secret"
-        )
+        assert PathResolver(str(project), str(tmp_path)).normalise("out").real == str(tmp_path / "secret")
 
     def test_it_keeps_lexical_and_real_spellings_apart(self, tmp_path: Path) -> None:
         project = _tree(tmp_path)
@@ -69,32 +86,32 @@ class PathResolverTests:
 
 
 def _decide(project: Path, tool: str, tool_input: dict[str, Any]) -> Decision:
-    return decide({
-        "tool_name": tool, "tool_input": tool_input, "cwd": str(project),
-        "home": str(project.parent / "home"), "rules": [
-            {"rule": "Bash(cat:*)", "behavior": "allow", "source": "projectSettings"},
-            {"rule": "Bash(echo:*)", "behavior": "allow", "source": "projectSettings"},
-            {"rule": "Edit(**)", "behavior": "allow", "source": "projectSettings"},
-            {"rule": f"Read(/{project.parent}/secret/**)", "behavior": "deny",
-             "source": "policySettings"},
-        ],
-    })
+    return decide(
+        {
+            "tool_name": tool,
+            "tool_input": tool_input,
+            "cwd": str(project),
+            "home": str(project.parent / "home"),
+            "rules": [
+                {"rule": "Bash(cat:*)", "behavior": "allow", "source": "projectSettings"},
+                {"rule": "Bash(echo:*)", "behavior": "allow", "source": "projectSettings"},
+                {"rule": "Edit(**)", "behavior": "allow", "source": "projectSettings"},
+                {"rule": f"Read(/{project.parent}/secret/**)", "behavior": "deny", "source": "policySettings"},
+            ],
+        }
+    )
 
 
 class FilesystemChangesBetweenDecisionsTests:
     """A command decided before a symlink appeared is decided again afterwards."""
 
-    def test_it_denies_an_operand_that_became_a_link_into_a_denied_place(
-        self, tmp_path: Path
-    ) -> None:
+    def test_it_denies_an_operand_that_became_a_link_into_a_denied_place(self, tmp_path: Path) -> None:
         project = _tree(tmp_path)
         assert _decide(project, "Bash", {"command": "cat notes"}).behavior == "allow"
         os.symlink(tmp_path / "secret" / "keys" / "id", project / "notes")
         assert _decide(project, "Bash", {"command": "cat notes"}).behavior == "deny"
 
-    def test_it_asks_for_a_redirect_that_became_a_link_outside_the_project(
-        self, tmp_path: Path
-    ) -> None:
+    def test_it_asks_for_a_redirect_that_became_a_link_outside_the_project(self, tmp_path: Path) -> None:
         project = _tree(tmp_path)
         command = "echo hi > ./out.txt"
         assert _decide(project, "Bash", {"command": command}).behavior == "allow"
@@ -103,9 +120,7 @@ class FilesystemChangesBetweenDecisionsTests:
         assert decision.behavior == "ask"
         assert "outside the working directories" in decision.reason["detail"]
 
-    def test_it_sees_a_path_argument_that_became_a_link_to_credentials(
-        self, tmp_path: Path
-    ) -> None:
+    def test_it_sees_a_path_argument_that_became_a_link_to_credentials(self, tmp_path: Path) -> None:
         project = _tree(tmp_path)
         (tmp_path / "home" / ".ssh").mkdir(parents=True)
         command = "cat ./config"

@@ -28,34 +28,47 @@ class ResolvingAskTests:
         assert "headless" in decision.message
 
     def test_it_lets_a_permission_request_hook_allow_in_headless(self) -> None:
-        decision = _make(context="headless", permission_request_hooks=[
-            {"behavior": "allow", "updatedInput": {"command": "make test"}}])
+        decision = _make(
+            context="headless",
+            permission_request_hooks=[{"behavior": "allow", "updatedInput": {"command": "make test"}}],
+        )
         assert decision.behavior == "allow"
         assert decision.reason["type"] == "hook"
         assert decision.updated_input == {"command": "make test"}
 
     def test_it_accepts_the_wrapped_permission_request_shape(self) -> None:
-        hook = {"hookSpecificOutput": {"hookEventName": "PermissionRequest",
-                                       "decision": {"behavior": "deny", "message": "nope"}}}
+        hook = {
+            "hookSpecificOutput": {
+                "hookEventName": "PermissionRequest",
+                "decision": {"behavior": "deny", "message": "nope"},
+            }
+        }
         decision = _make(context="headless", permission_request_hooks=[hook])
         assert (decision.behavior, decision.message) == ("deny", "nope")
 
     def test_it_lets_any_permission_request_deny_win(self) -> None:
-        decision = _make(context="headless", permission_request_hooks=[
-            {"behavior": "allow"}, {"behavior": "deny", "message": "stop"}])
+        decision = _make(
+            context="headless",
+            permission_request_hooks=[{"behavior": "allow"}, {"behavior": "deny", "message": "stop"}],
+        )
         assert decision.behavior == "deny"
 
     def test_it_never_lets_a_permission_request_hook_beat_a_deny_rule(self) -> None:
-        decision = decide(request("Bash", {"command": "rm x"}, context="headless",
-                                  permission_request_hooks=[{"behavior": "allow"}]))
+        decision = decide(
+            request("Bash", {"command": "rm x"}, context="headless", permission_request_hooks=[{"behavior": "allow"}])
+        )
         assert decision.reason["type"] == "rule"
 
     def test_it_uses_the_given_classifier_verdict_in_auto_mode(self) -> None:
         verdict = {"name": "llm", "behavior": "allow", "reason": "build is fine"}
         decision = _make(mode="auto", classifier_verdict=verdict)
         assert decision.behavior == "allow"
-        assert decision.reason == {"type": "classifier", "classifier": "llm", "verdict": "allow",
-                                   "detail": "build is fine"}
+        assert decision.reason == {
+            "type": "classifier",
+            "classifier": "llm",
+            "verdict": "allow",
+            "detail": "build is fine",
+        }
 
     def test_it_denies_on_a_classifier_deny_in_auto_mode(self) -> None:
         verdict = {"name": "llm", "behavior": "deny", "reason": "exfiltration"}
@@ -78,13 +91,11 @@ class ResolvingAskTests:
         assert decision.behavior == "deny"
 
     def test_it_applies_dont_ask_before_headless(self) -> None:
-        decision = _make(mode="dontAsk", context="headless",
-                         permission_request_hooks=[{"behavior": "allow"}])
+        decision = _make(mode="dontAsk", context="headless", permission_request_hooks=[{"behavior": "allow"}])
         assert decision.reason["type"] == "mode"
 
     def test_it_resolves_auto_then_headless(self) -> None:
-        decision = _make(mode="auto", context="headless",
-                         classifier_verdict={"name": "llm", "behavior": None})
+        decision = _make(mode="auto", context="headless", classifier_verdict={"name": "llm", "behavior": None})
         assert decision.reason["type"] == "headless"
 
     def test_it_treats_plan_entered_from_bypass_as_bypass_for_commands(self) -> None:
@@ -95,4 +106,6 @@ class ResolvingAskTests:
         doc = request("Write", {"file_path": "src/x.py", "content": ""}, mode="plan")
         decision = decide(doc)
         assert (decision.behavior, decision.reason) == (
-            "deny", {"type": "mode", "mode": "plan", "detail": "no edits while planning"})
+            "deny",
+            {"type": "mode", "mode": "plan", "detail": "no edits while planning"},
+        )

@@ -34,8 +34,16 @@ class RuleParsingTests:
 
     @pytest.mark.parametrize(
         "text",
-        ["Bash", "Bash(npm run build)", "Bash(git commit:*)", "Read(~/.ssh/**)",
-         "Bash(echo (nested))", r"Bash(echo \))", "mcp__s__t", "WebFetch(domain:a.b)"],
+        [
+            "Bash",
+            "Bash(npm run build)",
+            "Bash(git commit:*)",
+            "Read(~/.ssh/**)",
+            "Bash(echo (nested))",
+            r"Bash(echo \))",
+            "mcp__s__t",
+            "WebFetch(domain:a.b)",
+        ],
     )
     def test_it_round_trips_through_str(self, text: str) -> None:
         rule = parse_rule(text)
@@ -78,9 +86,7 @@ class RuleCompileErrorTests:
             ("Bash(:*)", "allow", "userSettings", "empty command prefix"),
         ],
     )
-    def test_it_explains_what_is_wrong(
-        self, rule: str, behavior: str, source: str, fragment: str
-    ) -> None:
+    def test_it_explains_what_is_wrong(self, rule: str, behavior: str, source: str, fragment: str) -> None:
         with pytest.raises(RuleSyntaxError, match=fragment):
             compile_rule(rule, behavior, source)
 
@@ -93,10 +99,12 @@ class RuleCompileErrorTests:
             compile_rules("Bash(ls)")
 
     def test_it_compiles_settings_documents_and_items_together(self) -> None:
-        compiled = compile_rules([
-            {"rule": "Bash(ls)", "behavior": "allow", "source": "session"},
-            {"source": "policySettings", "permissions": {"deny": ["Bash(rm:*)"], "ask": ["Read"]}},
-        ])
+        compiled = compile_rules(
+            [
+                {"rule": "Bash(ls)", "behavior": "allow", "source": "session"},
+                {"source": "policySettings", "permissions": {"deny": ["Bash(rm:*)"], "ask": ["Read"]}},
+            ]
+        )
         assert sorted(r.text for r in compiled.rules) == ["Bash(ls)", "Bash(rm:*)", "Read"]
         assert {r.source for r in compiled.rules} == {"session", "policySettings"}
 

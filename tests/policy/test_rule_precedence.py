@@ -14,8 +14,14 @@ NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
 def _call(rules: list[dict[str, Any]], command: str = "git push origin main", **extra: Any) -> Any:
-    doc = {"tool_name": "Bash", "tool_input": {"command": command}, "cwd": "/srv/p",
-           "home": "/home/a", "rules": rules, **extra}
+    doc = {
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "cwd": "/srv/p",
+        "home": "/home/a",
+        "rules": rules,
+        **extra,
+    }
     return decide(doc, now=NOW)
 
 
@@ -26,34 +32,35 @@ def _rule(rule: str, behavior: str, source: str, **extra: Any) -> dict[str, Any]
 class RulePrecedenceTests:
     @pytest.mark.parametrize("deny_source", SOURCES)
     @pytest.mark.parametrize("allow_source", SOURCES)
-    def test_it_lets_a_deny_from_any_source_beat_any_allow(
-        self, deny_source: str, allow_source: str
-    ) -> None:
-        decision = _call([_rule("Bash(git push:*)", "allow", allow_source),
-                          _rule("Bash(git:*)", "deny", deny_source)])
+    def test_it_lets_a_deny_from_any_source_beat_any_allow(self, deny_source: str, allow_source: str) -> None:
+        decision = _call([_rule("Bash(git push:*)", "allow", allow_source), _rule("Bash(git:*)", "deny", deny_source)])
         assert decision.behavior == "deny"
         assert decision.reason["source"] == deny_source
 
     @pytest.mark.parametrize("source", SOURCES)
     def test_it_lets_an_ask_beat_an_allow_from_a_stronger_source(self, source: str) -> None:
-        decision = _call([_rule("Bash(git push:*)", "allow", "policySettings"),
-                          _rule("Bash(git push:*)", "ask", source)])
+        decision = _call(
+            [_rule("Bash(git push:*)", "allow", "policySettings"), _rule("Bash(git push:*)", "ask", source)]
+        )
         assert decision.behavior == "ask"
-        assert decision.reason == {"type": "rule", "rule": "Bash(git push:*)",
-                                   "source": source, "behavior": "ask"}
+        assert decision.reason == {"type": "rule", "rule": "Bash(git push:*)", "source": source, "behavior": "ask"}
 
     def test_it_reports_the_strongest_source_among_matching_denies(self) -> None:
-        decision = _call([
-            _rule("Bash(git push:*)", "deny", "userSettings"),
-            _rule("Bash", "deny", "policySettings"),
-            _rule("Bash(git *)", "deny", "localSettings"),
-        ])
+        decision = _call(
+            [
+                _rule("Bash(git push:*)", "deny", "userSettings"),
+                _rule("Bash", "deny", "policySettings"),
+                _rule("Bash(git *)", "deny", "localSettings"),
+            ]
+        )
         assert decision.reason["source"] == "policySettings"
         assert decision.reason["rule"] == "Bash"
 
     def test_it_orders_settings_sources_as_claude_code_does(self) -> None:
-        order = [SOURCES.index(s) for s in
-                 ("userSettings", "projectSettings", "localSettings", "flagSettings", "policySettings")]
+        order = [
+            SOURCES.index(s)
+            for s in ("userSettings", "projectSettings", "localSettings", "flagSettings", "policySettings")
+        ]
         assert order == sorted(order)
 
     def test_it_ignores_expired_rules(self) -> None:
@@ -74,8 +81,12 @@ class RulePrecedenceTests:
 
     def test_it_merges_precompiled_rules_with_the_document_rules(self) -> None:
         cached = compile_rules([_rule("Bash(git push:*)", "allow", "projectSettings")])
-        doc = {"tool_name": "Bash", "tool_input": {"command": "git push"}, "cwd": "/srv/p",
-               "rules": [_rule("Bash(git push:*)", "deny", "session")]}
+        doc = {
+            "tool_name": "Bash",
+            "tool_input": {"command": "git push"},
+            "cwd": "/srv/p",
+            "rules": [_rule("Bash(git push:*)", "deny", "session")],
+        }
         assert decide(doc, rules=cached).behavior == "deny"
         doc["rules"] = []
         assert decide(doc, rules=cached).behavior == "allow"
@@ -87,8 +98,12 @@ class RulePrecedenceTests:
         assert "unbalanced parenthesis" in decision.message
 
     def test_it_allows_an_edit_rule_to_cover_write(self) -> None:
-        doc = {"tool_name": "Write", "tool_input": {"file_path": "/srv/p/a.txt", "content": ""},
-               "cwd": "/srv/p", "rules": [_rule("Edit(*.txt)", "deny", "userSettings")]}
+        doc = {
+            "tool_name": "Write",
+            "tool_input": {"file_path": "/srv/p/a.txt", "content": ""},
+            "cwd": "/srv/p",
+            "rules": [_rule("Edit(*.txt)", "deny", "userSettings")],
+        }
         assert decide(doc).reason.get("rule") == "Edit(*.txt)"
 
     def test_it_resolves_symlinks_before_matching(self, tmp_path: Any) -> None:
@@ -98,8 +113,12 @@ class RulePrecedenceTests:
         project = tmp_path / "project"
         project.mkdir()
         (project / "link").symlink_to(secret)
-        doc = {"tool_name": "Read", "tool_input": {"file_path": "link/key"}, "cwd": str(project),
-               "rules": [_rule(f"Read(/{secret}/**)", "deny", "userSettings")]}
+        doc = {
+            "tool_name": "Read",
+            "tool_input": {"file_path": "link/key"},
+            "cwd": str(project),
+            "rules": [_rule(f"Read(/{secret}/**)", "deny", "userSettings")],
+        }
         decision = decide(doc)
         assert decision.behavior == "deny"
         assert decision.reason["rule"] == f"Read(/{secret}/**)"

@@ -34,8 +34,9 @@ class SettingsTests:
 
     def test_it_round_trips_through_export(self) -> None:
         loaded = load_settings(SETTINGS, "projectSettings")
-        exported = export_settings(loaded.rules.rules, default_mode=loaded.default_mode,
-                                   additional_directories=loaded.additional_directories)
+        exported = export_settings(
+            loaded.rules.rules, default_mode=loaded.default_mode, additional_directories=loaded.additional_directories
+        )
         assert exported == {"permissions": {k: v for k, v in SETTINGS["permissions"].items()}}
 
     def test_it_treats_a_file_without_permissions_as_empty(self) -> None:
@@ -57,8 +58,7 @@ class SettingsTests:
 
 class LintTests:
     def _kinds(self, allow: list[str], deny: list[str] = [], ask: list[str] = []) -> set[tuple[str, str]]:  # noqa: B006
-        doc = {"source": "projectSettings",
-               "permissions": {"allow": allow, "deny": deny, "ask": ask}}
+        doc = {"source": "projectSettings", "permissions": {"allow": allow, "deny": deny, "ask": ask}}
         return {(f.kind, f.rule) for f in lint_rules([doc])}
 
     def test_it_reports_invalid_rules(self) -> None:
@@ -83,6 +83,7 @@ class LintTests:
         assert self._kinds(["Bash(git status:*)"], deny=["Bash(git push:*)"]) == set()
 
     def test_it_reports_expired_rules(self) -> None:
-        findings = lint_rules([{"rule": "Bash(ls)", "behavior": "allow", "source": "session",
-                                "expires_at": "2000-01-01T00:00:00Z"}])
+        findings = lint_rules(
+            [{"rule": "Bash(ls)", "behavior": "allow", "source": "session", "expires_at": "2000-01-01T00:00:00Z"}]
+        )
         assert [f.kind for f in findings] == ["expired"]

@@ -23,7 +23,7 @@ class ShellSplittingTests:
             ("timeout -s KILL 5 nice -n 3 nohup make", [["make"]]),
             ("sudo -u root env A=1 xargs -n1 rm", [["rm"]]),
             ("(cd src && make)", [["cd", "src"], ["make"]]),
-            ('echo "a b" \'c d\'', [["echo", "a b", "c d"]]),
+            ("echo \"a b\" 'c d'", [["echo", "a b", "c d"]]),
             ('r"m" -rf x', [["rm", "-rf", "x"]]),
         ],
     )
@@ -65,8 +65,9 @@ class ShellFlagTests:
         assert not analysis.can_auto_allow
         assert any(fragment in b for b in analysis.blockers), analysis.blockers
 
-    @pytest.mark.parametrize("command", ["ls > out.txt", "make 2>&1 | tee build.log",
-                                         "echo x > /dev/null", "cat <<EOF\nx\nEOF"])
+    @pytest.mark.parametrize(
+        "command", ["ls > out.txt", "make 2>&1 | tee build.log", "echo x > /dev/null", "cat <<EOF\nx\nEOF"]
+    )
     def test_it_allows_redirects_inside_the_working_directories(self, command: str) -> None:
         assert analyse(command, cwd=CWD).can_auto_allow
 

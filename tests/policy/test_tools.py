@@ -11,8 +11,20 @@ from tests.policy.calls import request
 
 class ToolLookupTests:
     def test_it_finds_builtins_by_name(self) -> None:
-        for name in ("Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob",
-                     "Grep", "WebFetch", "WebSearch", "Task", "TodoWrite"):
+        for name in (
+            "Bash",
+            "Read",
+            "Write",
+            "Edit",
+            "MultiEdit",
+            "NotebookEdit",
+            "Glob",
+            "Grep",
+            "WebFetch",
+            "WebSearch",
+            "Task",
+            "TodoWrite",
+        ):
             found = tools.lookup(name)
             assert found.spec is not None and found.spec.name == name
 
@@ -57,14 +69,14 @@ class ValidationTests:
         assert not result.ok and "old_string" in result.message
 
     def test_it_rejects_an_edit_of_a_missing_file(self, tmp_path: Path) -> None:
-        doc = request("Edit", {"file_path": "nope.py", "old_string": "a", "new_string": "b"},
-                      cwd=str(tmp_path))
+        doc = request("Edit", {"file_path": "nope.py", "old_string": "a", "new_string": "b"}, cwd=str(tmp_path))
         assert "File does not exist" in decide(doc).message
 
     def test_it_accepts_an_edit_of_an_existing_file(self, tmp_path: Path) -> None:
         (tmp_path / "a.py").write_text("a")
-        doc = request("Edit", {"file_path": "a.py", "old_string": "a", "new_string": "b"},
-                      cwd=str(tmp_path), mode="acceptEdits")
+        doc = request(
+            "Edit", {"file_path": "a.py", "old_string": "a", "new_string": "b"}, cwd=str(tmp_path), mode="acceptEdits"
+        )
         assert decide(doc).behavior == "allow"
 
     def test_it_rejects_writing_over_a_directory(self, tmp_path: Path) -> None:

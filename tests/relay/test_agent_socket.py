@@ -52,8 +52,9 @@ class AgentHandshakeTests:
 
 
 class AgentAskTests:
-    def test_it_sends_pending_then_the_decision_of_whoever_answers(self, relay_server: LiveServer, ci_bot: Any,
-                                                                   alice: Any) -> None:
+    def test_it_sends_pending_then_the_decision_of_whoever_answers(
+        self, relay_server: LiveServer, ci_bot: Any, alice: Any
+    ) -> None:
         async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
             async with agent_connect(relay_server, ci_bot.token) as ws:
                 await send(ws, {"type": "permission_request", "ref": "r1", "request": ask_call()})
@@ -81,13 +82,20 @@ class AgentAskTests:
         assert frame["decision"]["behavior"] == "allow"
         assert frame["decision"]["reason"]["type"] == "rule"
 
-    def test_it_keeps_many_requests_in_flight_on_one_socket(self, relay_server: LiveServer, ci_bot: Any,
-                                                            alice: Any) -> None:
+    def test_it_keeps_many_requests_in_flight_on_one_socket(
+        self, relay_server: LiveServer, ci_bot: Any, alice: Any
+    ) -> None:
         async def scenario() -> dict[str, dict[str, Any]]:
             async with agent_connect(relay_server, ci_bot.token) as ws:
                 for n in range(10):
-                    await send(ws, {"type": "permission_request", "ref": f"r{n}",
-                                    "request": ask_call(f"rm -rf build{n}", tool_use_id=f"t{n}")})
+                    await send(
+                        ws,
+                        {
+                            "type": "permission_request",
+                            "ref": f"r{n}",
+                            "request": ask_call(f"rm -rf build{n}", tool_use_id=f"t{n}"),
+                        },
+                    )
                 ids: dict[str, str] = {}
                 while len(ids) < 10:
                     frame = await receive_until(ws, of_type("pending"))
@@ -124,13 +132,20 @@ class AgentAskTests:
         assert request.state == "cancelled"
         assert Decision.objects.filter(request=request).count() == 1
 
-    def test_it_resumes_after_a_reconnect_with_decisions_it_missed(self, relay_server: LiveServer, ci_bot: Any,
-                                                                     alice: Any) -> None:
+    def test_it_resumes_after_a_reconnect_with_decisions_it_missed(
+        self, relay_server: LiveServer, ci_bot: Any, alice: Any
+    ) -> None:
         async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
             async with agent_connect(relay_server, ci_bot.token) as ws:
                 for ref in ("a", "b"):
-                    await send(ws, {"type": "permission_request", "ref": ref,
-                                    "request": ask_call(f"rm -rf {ref}", tool_use_id=ref)})
+                    await send(
+                        ws,
+                        {
+                            "type": "permission_request",
+                            "ref": ref,
+                            "request": ask_call(f"rm -rf {ref}", tool_use_id=ref),
+                        },
+                    )
                 # Submissions run side by side: the pendings may come in either order.
                 pendings = [await receive_until(ws, of_type("pending")) for _ in range(2)]
                 first, second = sorted(pendings, key=lambda frame: frame["ref"])
@@ -138,8 +153,9 @@ class AgentAskTests:
             outcome = await in_thread(race.answer, first["id"], "allow", surface="web", user=alice)
             assert outcome.won, outcome
             async with agent_connect(relay_server, ci_bot.token) as ws:
-                await send(ws, {"type": "resume", "ids": [{"id": first["id"], "ref": "a"},
-                                                          {"id": second["id"], "ref": "b"}]})
+                await send(
+                    ws, {"type": "resume", "ids": [{"id": first["id"], "ref": "a"}, {"id": second["id"], "ref": "b"}]}
+                )
                 replies = {frame["type"]: frame for frame in [await receive(ws), await receive(ws)]}
                 missed, still = replies["decision"], replies["pending"]
                 # And "b", decided after the resume, still arrives on the new socket.
@@ -152,8 +168,9 @@ class AgentAskTests:
         assert missed["ref"] == "a" and missed["decision"]["behavior"] == "allow"
         assert later["ref"] == "b" and later["decision"]["behavior"] == "deny"
 
-    def test_it_refuses_to_resume_another_agents_request(self, relay_server: LiveServer, ci_bot: Any,
-                                                         other_bot: Any) -> None:
+    def test_it_refuses_to_resume_another_agents_request(
+        self, relay_server: LiveServer, ci_bot: Any, other_bot: Any
+    ) -> None:
         theirs = services.request_submit(agent=other_bot.agent, call=ask_call()).request
 
         async def scenario() -> dict[str, Any]:
@@ -164,16 +181,25 @@ class AgentAskTests:
         frame = asyncio.run(scenario())
         assert frame["type"] == "error" and frame["code"] == "not_found"
 
-    def test_it_records_tool_results_against_the_request(self, relay_server: LiveServer, ci_bot: Any,
-                                                         alice: Any) -> None:
+    def test_it_records_tool_results_against_the_request(
+        self, relay_server: LiveServer, ci_bot: Any, alice: Any
+    ) -> None:
         async def scenario() -> str:
             async with agent_connect(relay_server, ci_bot.token) as ws:
                 await send(ws, {"type": "permission_request", "ref": "r1", "request": ask_call()})
                 pending = await receive_until(ws, of_type("pending"))
                 await in_thread(race.answer, pending["id"], "allow", surface="web", user=alice)
                 await receive_until(ws, of_type("decision"))
-                await send(ws, {"type": "tool_result", "id": pending["id"], "ok": False, "error": "exit 1",
-                                "error_class": "Error:ENOENT"})
+                await send(
+                    ws,
+                    {
+                        "type": "tool_result",
+                        "id": pending["id"],
+                        "ok": False,
+                        "error": "exit 1",
+                        "error_class": "Error:ENOENT",
+                    },
+                )
                 # An unknown frame after it is answered in order, so the result is stored by then.
                 await send(ws, {"type": "ping"})
                 await receive_until(ws, of_type("error", code="unknown_type"))
@@ -184,10 +210,14 @@ class AgentAskTests:
         metrics = httpx.get(f"{relay_server.url}/metrics", timeout=10).text
         assert 'gatehouse_tool_errors_total{error="Error:ENOENT"}' in metrics
 
-    def test_it_applies_the_harness_hook_outputs_and_refuses_unknown_fields(self, relay_server: LiveServer,
-                                                                             ci_bot: Any) -> None:
-        hooked = ask_call(pre_tool_use_hooks=[{"hookSpecificOutput": {
-            "permissionDecision": "deny", "permissionDecisionReason": "local policy"}}])
+    def test_it_applies_the_harness_hook_outputs_and_refuses_unknown_fields(
+        self, relay_server: LiveServer, ci_bot: Any
+    ) -> None:
+        hooked = ask_call(
+            pre_tool_use_hooks=[
+                {"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "local policy"}}
+            ]
+        )
         unknown = ask_call(tool_use_id="t2", priority="high")
 
         async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:

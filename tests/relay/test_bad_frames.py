@@ -34,8 +34,10 @@ class BadFrameTests:
             ('{"type": "teleport"}', "unknown_type"),
             ('{"type": "permission_request", "ref": "x"}', "invalid_frame"),
             ('{"type": "permission_request", "ref": "x", "request": {"tool_input": {}}}', "invalid_request"),
-            ('{"type": "permission_request", "ref": "x", "request": {"tool_name": "Bash", "tool_input": "rm"}}',
-             "invalid_request"),
+            (
+                '{"type": "permission_request", "ref": "x", "request": {"tool_name": "Bash", "tool_input": "rm"}}',
+                "invalid_request",
+            ),
             ('{"type": "cancel"}', "invalid_frame"),
             ('{"type": "cancel", "id": "00000000-0000-0000-0000-000000000000"}', "not_found"),
             ('{"type": "tool_result", "id": "00000000-0000-0000-0000-000000000000"}', "invalid_frame"),
@@ -90,8 +92,10 @@ class BadFrameTests:
             await send(ws, {"type": "permission_request", "ref": "r", "request": ask_call()})
             ws.transport.abort()  # no close handshake at all
             async with agent_connect(relay_server, ci_bot.token) as again:
-                await send(again, {"type": "permission_request", "ref": "r2",
-                                   "request": ask_call("rm -rf other", tool_use_id="t2")})
+                await send(
+                    again,
+                    {"type": "permission_request", "ref": "r2", "request": ask_call("rm -rf other", tool_use_id="t2")},
+                )
                 await receive_until(again, of_type("pending", ref="r2"))
                 await again.close()
                 return await close_code(again)

@@ -129,8 +129,9 @@ def claim_store_down() -> Iterator[RedisClaimStore]:
 
 @pytest.mark.django_db(transaction=True)
 class ClaimStoreDownTests:
-    def test_answers_still_decide_exactly_once_through_the_fence(self, claim_store_down: RedisClaimStore,
-                                                                 ci_bot: Any, alice: Any) -> None:
+    def test_answers_still_decide_exactly_once_through_the_fence(
+        self, claim_store_down: RedisClaimStore, ci_bot: Any, alice: Any
+    ) -> None:
         from django.db import connection
 
         from approvals import services

@@ -25,16 +25,25 @@ def _verdict(decision: str, reason: str = "looks fine") -> Any:
 class ReadOnlyClassifierTests:
     def test_it_allows_read_only_commands_and_has_no_opinion_on_others(self) -> None:
         classifier = ReadOnlyClassifier()
-        assert classifier.classify({"tool_name": "Bash", "tool_input": {"command": "ls -la"},
-                                    "cwd": "/tmp/proj"})["behavior"] == "allow"
-        assert classifier.classify({"tool_name": "Bash", "tool_input": {"command": "rm -rf /"},
-                                    "cwd": "/tmp/proj"})["behavior"] is None
+        assert (
+            classifier.classify({"tool_name": "Bash", "tool_input": {"command": "ls -la"}, "cwd": "/tmp/proj"})[
+                "behavior"
+            ]
+            == "allow"
+        )
+        assert (
+            classifier.classify({"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "cwd": "/tmp/proj"})[
+                "behavior"
+            ]
+            is None
+        )
 
     def test_auto_mode_uses_it_before_asking_anyone(self, registered_agent: Any) -> None:
         auto_bot = registered_agent("auto-bot", "auto")
         allowed = services.request_submit(agent=auto_bot.agent, call=ask_call("git status", permission_mode="auto"))
-        asked = services.request_submit(agent=auto_bot.agent,
-                                        call=ask_call("rm -rf build", permission_mode="auto", tool_use_id="t2"))
+        asked = services.request_submit(
+            agent=auto_bot.agent, call=ask_call("rm -rf build", permission_mode="auto", tool_use_id="t2")
+        )
         assert allowed.decision is not None and allowed.decision.reason_type == "classifier"
         assert asked.decision is None
 
@@ -65,8 +74,9 @@ class LLMClassifierTests:
 
     def test_auto_mode_asks_the_llm_when_the_rules_classifier_has_no_opinion(self, registered_agent: Any) -> None:
         auto_bot = registered_agent("auto-bot", "auto")
-        with fake_anthropic(_verdict("deny", "destructive")) as api, override_settings(
-            GATEHOUSE_LLM_CLASSIFIER=True, ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url
+        with (
+            fake_anthropic(_verdict("deny", "destructive")) as api,
+            override_settings(GATEHOUSE_LLM_CLASSIFIER=True, ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url),
         ):
             result = services.request_submit(agent=auto_bot.agent, call=ask_call(permission_mode="auto"))
         assert result.decision is not None
@@ -75,9 +85,10 @@ class LLMClassifierTests:
         assert result.decision.reason.get("classifier") == "llm"
 
     def test_it_races_people_for_an_interactive_ask(self, ci_bot: Any) -> None:
-        with fake_anthropic(_verdict("allow", "a build directory")) as api, live_server(
-            GATEHOUSE_LLM_CLASSIFIER="1", ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url
-        ) as srv:
+        with (
+            fake_anthropic(_verdict("allow", "a build directory")) as api,
+            live_server(GATEHOUSE_LLM_CLASSIFIER="1", ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url) as srv,
+        ):
 
             async def scenario() -> dict[str, Any]:
                 async with agent_connect(srv, ci_bot.token) as ws:

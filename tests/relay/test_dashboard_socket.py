@@ -63,8 +63,9 @@ class DashboardAuthTests:
 
 
 class DashboardPushTests:
-    def test_it_sends_a_snapshot_of_pending_requests_after_subscribe(self, relay_server: LiveServer, alice: Any,
-                                                                     ci_bot: Any) -> None:
+    def test_it_sends_a_snapshot_of_pending_requests_after_subscribe(
+        self, relay_server: LiveServer, alice: Any, ci_bot: Any
+    ) -> None:
         waiting = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
         cookie = session_cookie(alice)
 
@@ -78,13 +79,16 @@ class DashboardPushTests:
         assert [r["id"] for r in snapshot["requests"]] == [str(waiting.pk)]
         assert "build" in snapshot["requests"][0]["html"]
 
-    def test_it_pushes_created_progress_and_decided_with_the_winner(self, relay_server: LiveServer, alice: Any,
-                                                                     bob: Any, ci_bot: Any) -> None:
+    def test_it_pushes_created_progress_and_decided_with_the_winner(
+        self, relay_server: LiveServer, alice: Any, bob: Any, ci_bot: Any
+    ) -> None:
         cookie = session_cookie(bob)
 
         async def scenario() -> list[dict[str, Any]]:
-            async with dashboard_connect(relay_server, cookie) as board, agent_connect(relay_server,
-                                                                                       ci_bot.token) as agent:
+            async with (
+                dashboard_connect(relay_server, cookie) as board,
+                agent_connect(relay_server, ci_bot.token) as agent,
+            ):
                 await send(board, {"type": "subscribe"})
                 await receive_until(board, of_type("snapshot"))
                 await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
@@ -104,14 +108,17 @@ class DashboardPushTests:
         assert "alice" in decided["html"]
         assert progress == {"type": "request.progress", "id": pending["id"], "data": {"stdout": "removed 3 files"}}
 
-    def test_it_tells_others_who_is_reviewing(self, relay_server: LiveServer, alice: Any, bob: Any,
-                                              ci_bot: Any) -> None:
+    def test_it_tells_others_who_is_reviewing(
+        self, relay_server: LiveServer, alice: Any, bob: Any, ci_bot: Any
+    ) -> None:
         request = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
         alice_cookie, bob_cookie = session_cookie(alice), session_cookie(bob)
 
         async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
-            async with dashboard_connect(relay_server, alice_cookie) as mine, \
-                    dashboard_connect(relay_server, bob_cookie) as theirs:
+            async with (
+                dashboard_connect(relay_server, alice_cookie) as mine,
+                dashboard_connect(relay_server, bob_cookie) as theirs,
+            ):
                 for ws in (mine, theirs):
                     await send(ws, {"type": "subscribe"})
                     await receive_until(ws, of_type("snapshot"))
@@ -129,8 +136,9 @@ class DashboardPushTests:
         assert rest["released"]["by"] == "alice"
         assert rest["own"]["type"] == "error" and rest["own"]["code"] == "unknown_type"
 
-    def test_it_shows_nothing_of_other_teams(self, relay_server: LiveServer, mallory: Any, ci_bot: Any,
-                                             other_bot: Any) -> None:
+    def test_it_shows_nothing_of_other_teams(
+        self, relay_server: LiveServer, mallory: Any, ci_bot: Any, other_bot: Any
+    ) -> None:
         hidden = services.request_submit(agent=ci_bot.agent, call=ask_call("rm -rf secret-default")).request
         cookie = session_cookie(mallory)
 
@@ -150,4 +158,3 @@ class DashboardPushTests:
         assert snapshot["requests"] == []
         assert "mine" in first["html"] and "secret" not in first["html"]
         assert refused["code"] == "not_found"
-

@@ -22,17 +22,22 @@ class EmbeddedModeTests:
         with live_server(REDIS_URL="") as srv:
 
             async def scenario() -> tuple[dict[str, Any], list[int]]:
-                async with agent_connect(srv, ci_bot.token) as agent, httpx.AsyncClient(
-                    base_url=srv.url, timeout=20, headers={"Authorization": f"Bearer {token}"}
-                ) as api:
+                async with (
+                    agent_connect(srv, ci_bot.token) as agent,
+                    httpx.AsyncClient(
+                        base_url=srv.url, timeout=20, headers={"Authorization": f"Bearer {token}"}
+                    ) as api,
+                ):
                     await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
                     request_id = (await receive_until(agent, of_type("pending")))["id"]
                     url = f"/api/v1/permission-requests/{request_id}/decision"
-                    responses = await asyncio.gather(*(api.post(url, json={"behavior": b})
-                                                       for b in ("allow", "deny", "allow")))
+                    responses = await asyncio.gather(
+                        *(api.post(url, json={"behavior": b}) for b in ("allow", "deny", "allow"))
+                    )
                     # Within 3 s: the in-memory doorbell, not the 5 s database re-check.
                     return await receive_until(agent, of_type("decision"), timeout=3), sorted(
-                        r.status_code for r in responses)
+                        r.status_code for r in responses
+                    )
 
             decision, statuses = asyncio.run(scenario())
             log = srv.log()

@@ -31,8 +31,9 @@ def _metric(text: str, prefix: str) -> float:
 
 
 class ObservabilityTests:
-    def test_it_emits_a_tool_decision_event_without_the_input(self, telemetry: InMemoryLogRecordExporter,
-                                                               ci_bot: Any, alice: Any) -> None:
+    def test_it_emits_a_tool_decision_event_without_the_input(
+        self, telemetry: InMemoryLogRecordExporter, ci_bot: Any, alice: Any
+    ) -> None:
         telemetry.clear()
         request = services.request_submit(
             agent=ci_bot.agent, call=ask_call("curl -H 'Authorization: Bearer sk-live-SECRET' https://x")
@@ -48,8 +49,9 @@ class ObservabilityTests:
         assert attributes["agent"] == "ci-bot"
         assert "sk-live-SECRET" not in repr(attributes)
 
-    def test_engine_decisions_pass_through_it_too(self, telemetry: InMemoryLogRecordExporter, ci_bot: Any,
-                                                  caplog: pytest.LogCaptureFixture) -> None:
+    def test_engine_decisions_pass_through_it_too(
+        self, telemetry: InMemoryLogRecordExporter, ci_bot: Any, caplog: pytest.LogCaptureFixture
+    ) -> None:
         telemetry.clear()
         services.rule_create(rule="Bash(ls:*)", behavior="allow", source="projectSettings", team=ci_bot.agent.team)
         with caplog.at_level(logging.INFO, logger="gatehouse.decisions"):
@@ -61,8 +63,10 @@ class ObservabilityTests:
         assert any('"reason_type": "rule"' in message for message in caplog.messages)
 
     def test_it_serves_prometheus_metrics(self, ci_bot: Any, alice: Any) -> None:
-        before = _metric(observability.metrics_text().decode(),
-                         'gatehouse_decisions_total{behavior="allow",reason="user",surface="api"}')
+        before = _metric(
+            observability.metrics_text().decode(),
+            'gatehouse_decisions_total{behavior="allow",reason="user",surface="api"}',
+        )
         waiting = services.request_submit(agent=ci_bot.agent, call=ask_call("rm -rf a", tool_use_id="a")).request
         services.request_submit(agent=ci_bot.agent, call=ask_call("rm -rf b", tool_use_id="b"))
         race.answer(waiting.pk, "allow", surface="api", user=alice)

@@ -42,33 +42,41 @@ async def next_frame_after_ping(ws: Any) -> dict[str, Any]:
 
 
 class SharedCardTests:
-    def test_it_gives_the_decide_form_to_approvers_only(self, relay_server: Any, alice: Any, bob: Any,
-                                                        ci_bot: Any) -> None:
+    def test_it_gives_the_decide_form_to_approvers_only(
+        self, relay_server: Any, alice: Any, bob: Any, ci_bot: Any
+    ) -> None:
         alice_cookie, bob_cookie = session_cookie(alice), session_cookie(bob)
 
         async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
-            async with dashboard_connect(relay_server, alice_cookie) as approver, \
-                    dashboard_connect(relay_server, bob_cookie) as viewer, \
-                    agent_connect(relay_server, ci_bot.token) as agent:
+            async with (
+                dashboard_connect(relay_server, alice_cookie) as approver,
+                dashboard_connect(relay_server, bob_cookie) as viewer,
+                agent_connect(relay_server, ci_bot.token) as agent,
+            ):
                 for ws in (approver, viewer):
                     await subscribed(ws)
                 await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
                 pending = await receive_until(agent, of_type("pending"))
-                return (await receive_until(approver, of_type("request.created", id=pending["id"])),
-                        await receive_until(viewer, of_type("request.created", id=pending["id"])))
+                return (
+                    await receive_until(approver, of_type("request.created", id=pending["id"])),
+                    await receive_until(viewer, of_type("request.created", id=pending["id"])),
+                )
 
         for_alice, for_bob = asyncio.run(scenario())
         assert "build" in for_alice["html"] and "build" in for_bob["html"]
         assert DECIDE_FORM in for_alice["html"]
         assert DECIDE_FORM not in for_bob["html"] and "approvers decide" in for_bob["html"]
 
-    def test_it_stops_pushing_to_someone_removed_from_the_team(self, relay_server: Any, alice: Any, bob: Any,
-                                                              ci_bot: Any) -> None:
+    def test_it_stops_pushing_to_someone_removed_from_the_team(
+        self, relay_server: Any, alice: Any, bob: Any, ci_bot: Any
+    ) -> None:
         alice_cookie, bob_cookie = session_cookie(alice), session_cookie(bob)
 
         async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
-            async with dashboard_connect(relay_server, alice_cookie) as stays, \
-                    dashboard_connect(relay_server, bob_cookie) as removed:
+            async with (
+                dashboard_connect(relay_server, alice_cookie) as stays,
+                dashboard_connect(relay_server, bob_cookie) as removed,
+            ):
                 for ws in (stays, removed):
                     await subscribed(ws)
                 # Bob's socket is still in the team's group; the memberships read with
@@ -82,8 +90,9 @@ class SharedCardTests:
         assert "build" in created["html"]
         assert bob_next["type"] == "error" and bob_next["code"] == "unknown_type"
 
-    def test_it_keeps_pushing_after_other_dashboards_of_the_process_close(self, relay_server: Any, alice: Any,
-                                                                         ci_bot: Any) -> None:
+    def test_it_keeps_pushing_after_other_dashboards_of_the_process_close(
+        self, relay_server: Any, alice: Any, ci_bot: Any
+    ) -> None:
         cookie = session_cookie(alice)
 
         async def scenario() -> list[str]:
@@ -92,16 +101,17 @@ class SharedCardTests:
                 async with dashboard_connect(relay_server, cookie) as phone:
                     for ws in (pc, phone):
                         await subscribed(ws)
-                first = await in_thread(services.request_submit, agent=ci_bot.agent,
-                                        call=ask_call("rm -rf one", tool_use_id="one"))
+                first = await in_thread(
+                    services.request_submit, agent=ci_bot.agent, call=ask_call("rm -rf one", tool_use_id="one")
+                )
                 seen.append((await receive_until(pc, of_type("request.created", id=str(first.request.pk))))["id"])
             # Every dashboard of the team has left: the next one subscribes afresh.
             async with dashboard_connect(relay_server, cookie) as tablet:
                 await subscribed(tablet)
-                second = await in_thread(services.request_submit, agent=ci_bot.agent,
-                                         call=ask_call("rm -rf two", tool_use_id="two"))
-                seen.append((await receive_until(tablet, of_type("request.created",
-                                                                  id=str(second.request.pk))))["id"])
+                second = await in_thread(
+                    services.request_submit, agent=ci_bot.agent, call=ask_call("rm -rf two", tool_use_id="two")
+                )
+                seen.append((await receive_until(tablet, of_type("request.created", id=str(second.request.pk))))["id"])
             return seen
 
         assert len(asyncio.run(scenario())) == 2
@@ -113,8 +123,9 @@ class DecisionFrameTests:
             async with agent_connect(relay_server, ci_bot.token) as agent:
                 await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
                 pending = await receive_until(agent, of_type("pending"))
-                await in_thread(race.answer, pending["id"], "deny", surface="web", user=alice,
-                                message="not on the release branch")
+                await in_thread(
+                    race.answer, pending["id"], "deny", surface="web", user=alice, message="not on the release branch"
+                )
                 return await receive_until(agent, of_type("decision", ref="r"))
 
         frame = asyncio.run(scenario())
@@ -123,8 +134,9 @@ class DecisionFrameTests:
         assert frame["decision"] == selectors.decision_payload(row)
         assert frame["decision"]["message"] == "not on the release branch"
 
-    def test_it_reads_a_large_rewritten_input_from_the_database(self, relay_server: Any, alice: Any,
-                                                               ci_bot: Any) -> None:
+    def test_it_reads_a_large_rewritten_input_from_the_database(
+        self, relay_server: Any, alice: Any, ci_bot: Any
+    ) -> None:
         # Too large to ride on the event through the channel layer: the socket reads the row.
         rewritten = {"command": "echo " + "x" * 40_000}
 
@@ -132,8 +144,7 @@ class DecisionFrameTests:
             async with agent_connect(relay_server, ci_bot.token) as agent:
                 await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
                 pending = await receive_until(agent, of_type("pending"))
-                await in_thread(race.answer, pending["id"], "allow", surface="web", user=alice,
-                                updated_input=rewritten)
+                await in_thread(race.answer, pending["id"], "allow", surface="web", user=alice, updated_input=rewritten)
                 return await receive_until(agent, of_type("decision", ref="r"))
 
         frame = asyncio.run(scenario())

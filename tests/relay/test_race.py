@@ -45,12 +45,16 @@ class RaceTests:
         api_token = services.personal_token_create(user=alice)
 
         async def scenario() -> dict[str, Any]:
-            async with agent_connect(relay_server, ci_bot.token) as agent, \
-                    dashboard_connect(relay_server, alice_cookie) as board_a, \
-                    dashboard_connect(relay_server, admin_cookie) as board_b, \
-                    browser(relay_server, alice_cookie) as tab_a, browser(relay_server, admin_cookie) as tab_b, \
-                    httpx.AsyncClient(base_url=relay_server.url, timeout=20,
-                                      headers={"Authorization": f"Bearer {api_token}"}) as api:
+            async with (
+                agent_connect(relay_server, ci_bot.token) as agent,
+                dashboard_connect(relay_server, alice_cookie) as board_a,
+                dashboard_connect(relay_server, admin_cookie) as board_b,
+                browser(relay_server, alice_cookie) as tab_a,
+                browser(relay_server, admin_cookie) as tab_b,
+                httpx.AsyncClient(
+                    base_url=relay_server.url, timeout=20, headers={"Authorization": f"Bearer {api_token}"}
+                ) as api,
+            ):
                 for board in (board_a, board_b):
                     await send(board, {"type": "subscribe"})
                     await receive_until(board, of_type("snapshot"))
@@ -79,8 +83,7 @@ class RaceTests:
         for loser in (r for r in outcome["responses"] if r.status_code == 409):
             assert row.decided_by in loser.text
 
-    def test_a_loser_hears_who_won_and_how(self, ci_bot: Any, alice: Any, admin: Any,
-                                           transactional_db: None) -> None:
+    def test_a_loser_hears_who_won_and_how(self, ci_bot: Any, alice: Any, admin: Any, transactional_db: None) -> None:
         request = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
         first = race.answer(request.pk, "deny", surface="telegram", user=alice)
         second = race.answer(request.pk, "allow", surface="web", user=admin)
@@ -126,8 +129,7 @@ class RaceTests:
 
 
 class CoordinatorQueueTests:
-    def test_coordinator_asks_hooks_then_the_classifier_one_after_another(self, ci_bot: Any,
-                                                                         default_team: Any) -> None:
+    def test_coordinator_asks_hooks_then_the_classifier_one_after_another(self, ci_bot: Any, default_team: Any) -> None:
         import json
         import time
 
@@ -149,10 +151,16 @@ class CoordinatorQueueTests:
 
         request = services.request_submit(agent=ci_bot.agent, call=ask_call(context="coordinator")).request
         with fake_webhook(hook_answer) as hook, fake_anthropic(model_answer) as api:
-            webhook_create(team=default_team, name="policy", url=hook.url, event="PermissionRequest",
-                           secret="webhook-secret-0123456789")
-            queue = Race([ClassifierRacer(LLMClassifier(api_key="sk-test", base_url=api.url)),
-                          PermissionRequestWebhooks()])
+            webhook_create(
+                team=default_team,
+                name="policy",
+                url=hook.url,
+                event="PermissionRequest",
+                secret="webhook-secret-0123456789",
+            )
+            queue = Race(
+                [ClassifierRacer(LLMClassifier(api_key="sk-test", base_url=api.url)), PermissionRequestWebhooks()]
+            )
             queue.queue(request)
         first = {name: when for name, when in reversed(order)}
         # One after another: the classifier was asked only after the slow hook answered.

@@ -83,15 +83,18 @@ async def agent(srv: LiveServer, token: str, index: int, tally: Tally) -> None:
 
 
 async def decide_all(servers: list[LiveServer], token: str, tally: Tally, midway: Any) -> None:
-    clients = [httpx.AsyncClient(base_url=s.url, timeout=30, headers={"Authorization": f"Bearer {token}"})
-               for s in servers]
+    clients = [
+        httpx.AsyncClient(base_url=s.url, timeout=30, headers={"Authorization": f"Bearer {token}"}) for s in servers
+    ]
     gate = asyncio.Semaphore(10)
 
     async def one(request_id: str, n: int) -> None:
         async with gate:
             client = clients[n % len(clients)]
-            response = await client.post(f"/api/v1/permission-requests/{request_id}/decision",
-                                         json={"behavior": random.choice(["allow", "deny"])})
+            response = await client.post(
+                f"/api/v1/permission-requests/{request_id}/decision",
+                json={"behavior": random.choice(["allow", "deny"])},
+            )
             tally.statuses[response.status_code] += 1
             if response.status_code == 200:
                 tally.wins[request_id] += 1
@@ -111,8 +114,10 @@ def run_stress(servers: list[LiveServer], agent_token: str, person_token: str, m
     tally = Tally()
 
     async def scenario() -> None:
-        sockets = [asyncio.create_task(agent(servers[i % len(servers)], agent_token, i, tally))
-                   for i in range(ASKS // PER_SOCKET)]
+        sockets = [
+            asyncio.create_task(agent(servers[i % len(servers)], agent_token, i, tally))
+            for i in range(ASKS // PER_SOCKET)
+        ]
         await asyncio.wait_for(tally.all_pending.wait(), 120)
         await decide_all(servers, person_token, tally, midway)
         await asyncio.wait_for(asyncio.gather(*sockets), 120)

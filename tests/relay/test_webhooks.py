@@ -20,8 +20,13 @@ SECRET = "webhook-secret-0123456789"
 
 
 def _pre_tool_use(decision: str, reason: str = "") -> dict[str, Any]:
-    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": decision,
-                                   "permissionDecisionReason": reason}}
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }
+    }
 
 
 def _wait_for_state(request: PermissionRequest, timeout: float = 10.0) -> PermissionRequest:
@@ -48,8 +53,9 @@ class PreToolUseWebhookTests:
         assert call["body"]["tool_input"] == {"command": "rm -rf build"}
         headers = call["headers"]
         assert verify_signature(SECRET, headers[TIMESTAMP_HEADER], call["raw"], headers[SIGNATURE_HEADER])
-        assert not verify_signature("wrong-secret-000000", call["headers"][TIMESTAMP_HEADER], call["raw"],
-                                    call["headers"][SIGNATURE_HEADER])
+        assert not verify_signature(
+            "wrong-secret-000000", call["headers"][TIMESTAMP_HEADER], call["raw"], call["headers"][SIGNATURE_HEADER]
+        )
 
     def test_a_hook_allow_still_loses_to_a_deny_rule(self, ci_bot: Any, default_team: Any) -> None:
         services.rule_create(rule="Bash(rm:*)", behavior="deny", source="policySettings", team=default_team)
@@ -60,11 +66,19 @@ class PreToolUseWebhookTests:
         assert result.decision.reason_type == "rule"
 
     @pytest.mark.parametrize(("on_error", "expected"), [("deny", "deny"), ("ignore", None)])
-    def test_a_timed_out_hook_follows_on_error(self, ci_bot: Any, default_team: Any, on_error: str,
-                                               expected: str | None) -> None:
+    def test_a_timed_out_hook_follows_on_error(
+        self, ci_bot: Any, default_team: Any, on_error: str, expected: str | None
+    ) -> None:
         with fake_webhook(lambda body: (200, _pre_tool_use("allow"), 2.0)) as hook:
-            webhook_create(team=default_team, name="slow", url=hook.url, event="PreToolUse", secret=SECRET,
-                           timeout_ms=200, on_error=on_error)
+            webhook_create(
+                team=default_team,
+                name="slow",
+                url=hook.url,
+                event="PreToolUse",
+                secret=SECRET,
+                timeout_ms=200,
+                on_error=on_error,
+            )
             started = time.monotonic()
             result = services.request_submit(agent=ci_bot.agent, call=ask_call())
             elapsed = time.monotonic() - started
@@ -78,8 +92,14 @@ class PreToolUseWebhookTests:
     def test_an_unreachable_hook_set_to_deny_fails_closed(self, ci_bot: Any, default_team: Any) -> None:
         from tests.live import free_port
 
-        webhook_create(team=default_team, name="down", url=f"http://127.0.0.1:{free_port()}/hook",
-                       event="PreToolUse", secret=SECRET, on_error="deny")
+        webhook_create(
+            team=default_team,
+            name="down",
+            url=f"http://127.0.0.1:{free_port()}/hook",
+            event="PreToolUse",
+            secret=SECRET,
+            on_error="deny",
+        )
         result = services.request_submit(agent=ci_bot.agent, call=ask_call())
         assert result.decision is not None and result.decision.behavior == "deny"
 
@@ -96,8 +116,14 @@ class PreToolUseWebhookTests:
 
     def test_it_refuses_a_webhook_with_bad_settings(self, default_team: Any) -> None:
         with pytest.raises(ValueError, match="on_error"):
-            webhook_create(team=default_team, name="x", url="http://127.0.0.1/", event="PreToolUse", secret=SECRET,
-                           on_error="maybe")
+            webhook_create(
+                team=default_team,
+                name="x",
+                url="http://127.0.0.1/",
+                event="PreToolUse",
+                secret=SECRET,
+                on_error="maybe",
+            )
         with pytest.raises(ValueError, match="secret"):
             webhook_create(team=default_team, name="x", url="http://127.0.0.1/", event="PreToolUse", secret="short")
 
@@ -107,8 +133,9 @@ class PermissionRequestWebhookTests:
         allow = {"behavior": "allow", "updatedInput": {"command": "rm -rf build/"}}
         answer = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": allow}}
         with fake_webhook(lambda body: (200, answer, 0)) as hook:
-            webhook_create(team=default_team, name="approver-bot", url=hook.url, event="PermissionRequest",
-                           secret=SECRET)
+            webhook_create(
+                team=default_team, name="approver-bot", url=hook.url, event="PermissionRequest", secret=SECRET
+            )
             request = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
             request = _wait_for_state(request)
         assert request.state == "decided"

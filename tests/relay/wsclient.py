@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from django.db import connection
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
+from websockets.typing import Origin
 
 from tests.live import LiveServer
 
@@ -33,7 +34,10 @@ def session_cookie(user: Any) -> str:
 def dashboard_connect(srv: LiveServer, cookie: str | None, origin: str | None = None) -> Any:
     headers = {"Cookie": f"sessionid={cookie}"} if cookie else {}
     return connect(
-        f"{srv.ws_url}/ws/dashboard/", additional_headers=headers, origin=origin or srv.url, proxy=None  # type: ignore[arg-type]
+        f"{srv.ws_url}/ws/dashboard/",
+        additional_headers=headers,
+        origin=Origin(origin or srv.url),
+        proxy=None,
     )
 
 

@@ -28,8 +28,14 @@ class Heard:
 
 
 def call(command: str, tool_use_id: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {"tool_name": "Bash", "tool_input": {"command": command}, "session_id": "rel",
-            "cwd": "/srv/project", "tool_use_id": tool_use_id or f"toolu_{uuid.uuid4().hex}", **extra}
+    return {
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "session_id": "rel",
+        "cwd": "/srv/project",
+        "tool_use_id": tool_use_id or f"toolu_{uuid.uuid4().hex}",
+        **extra,
+    }
 
 
 def _detail(decision: dict[str, Any]) -> str:
@@ -37,10 +43,15 @@ def _detail(decision: dict[str, Any]) -> str:
     return str(reason.get("detail") or reason.get("type") or decision.get("message") or "")
 
 
-async def http_submit(client: httpx.AsyncClient, srv: LiveServer, token: str, body: dict[str, Any],
-                      wait: float = 0) -> Heard:
-    response = await client.post(f"{srv.url}/api/v1/permission-requests", params={"wait": wait} if wait else None,
-                                 json=body, headers={"Authorization": f"Bearer {token}"})
+async def http_submit(
+    client: httpx.AsyncClient, srv: LiveServer, token: str, body: dict[str, Any], wait: float = 0
+) -> Heard:
+    response = await client.post(
+        f"{srv.url}/api/v1/permission-requests",
+        params={"wait": wait} if wait else None,
+        json=body,
+        headers={"Authorization": f"Bearer {token}"},
+    )
     return heard_from_http(response)
 
 
@@ -57,12 +68,18 @@ def heard_from_http(response: httpx.Response, channel: str = "http") -> Heard:
     return Heard(channel, "error", json.dumps(data)[:300], response.status_code)
 
 
-async def hook_submit(client: httpx.AsyncClient, srv: LiveServer, token: str, body: dict[str, Any],
-                      wait: float = 0) -> Heard:
-    hook = {"hook_event_name": "PreToolUse", "transcript_path": "", "permission_mode": "default",
-            **{k: body[k] for k in ("session_id", "cwd", "tool_name", "tool_input", "tool_use_id")}}
-    response = await client.post(f"{srv.url}/hooks/claude-code", params={"wait": wait},
-                                 json=hook, headers={"Authorization": f"Bearer {token}"})
+async def hook_submit(
+    client: httpx.AsyncClient, srv: LiveServer, token: str, body: dict[str, Any], wait: float = 0
+) -> Heard:
+    hook = {
+        "hook_event_name": "PreToolUse",
+        "transcript_path": "",
+        "permission_mode": "default",
+        **{k: body[k] for k in ("session_id", "cwd", "tool_name", "tool_input", "tool_use_id")},
+    }
+    response = await client.post(
+        f"{srv.url}/hooks/claude-code", params={"wait": wait}, json=hook, headers={"Authorization": f"Bearer {token}"}
+    )
     try:
         output = response.json().get("hookSpecificOutput") or {}
     except ValueError:
@@ -86,8 +103,13 @@ class AgentSocket:
 
     @classmethod
     async def open(cls, srv: LiveServer, token: str) -> AgentSocket:
-        ws = await connect(f"{srv.ws_url}/ws/agent/", additional_headers={"Authorization": f"Bearer {token}"},
-                           proxy=None, max_size=None, open_timeout=30)
+        ws = await connect(
+            f"{srv.ws_url}/ws/agent/",
+            additional_headers={"Authorization": f"Bearer {token}"},
+            proxy=None,
+            max_size=None,
+            open_timeout=30,
+        )
         return cls(ws)
 
     async def _read(self) -> None:

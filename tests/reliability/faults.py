@@ -20,8 +20,10 @@ from django.db import connection
 from tests.live import test_database_url
 
 REFUSE = {
-    "sqlite": ["CREATE TRIGGER gh_fault_audit BEFORE INSERT ON approvals_decision "
-               "BEGIN SELECT RAISE(ABORT, 'audit storage unavailable (fault injected)'); END;"],
+    "sqlite": [
+        "CREATE TRIGGER gh_fault_audit BEFORE INSERT ON approvals_decision "
+        "BEGIN SELECT RAISE(ABORT, 'audit storage unavailable (fault injected)'); END;"
+    ],
     "postgresql": [
         "CREATE FUNCTION gh_fault_audit() RETURNS trigger AS $$ BEGIN "
         "RAISE EXCEPTION 'audit storage unavailable (fault injected)'; END; $$ LANGUAGE plpgsql;",
@@ -31,8 +33,10 @@ REFUSE = {
 }
 MEND = {
     "sqlite": ["DROP TRIGGER IF EXISTS gh_fault_audit;"],
-    "postgresql": ["DROP TRIGGER IF EXISTS gh_fault_audit ON approvals_decision;",
-                   "DROP FUNCTION IF EXISTS gh_fault_audit();"],
+    "postgresql": [
+        "DROP TRIGGER IF EXISTS gh_fault_audit ON approvals_decision;",
+        "DROP FUNCTION IF EXISTS gh_fault_audit();",
+    ],
 }
 
 

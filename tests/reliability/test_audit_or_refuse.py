@@ -38,8 +38,7 @@ def audit_server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[LiveS
         yield srv
 
 
-async def one_round(srv: LiveServer, token: str, socket: AgentSocket, client: httpx.AsyncClient,
-                    n: str) -> list[Heard]:
+async def one_round(srv: LiveServer, token: str, socket: AgentSocket, client: httpx.AsyncClient, n: str) -> list[Heard]:
     """An allow-rule call, a deny-rule call through each door: what the agent heard."""
     counter = itertools.count()
     jobs = []
@@ -85,8 +84,9 @@ class AuditOrRefuseTests:
 
         assert len(during) == (ROUNDS + 1) * 6
         assert [h for h in during if h.behavior != "deny"] == [], "every call must be denied while broken"
-        assert [h for h in during if AUDIT_UNAVAILABLE not in h.detail.lower()] == [], \
+        assert [h for h in during if AUDIT_UNAVAILABLE not in h.detail.lower()] == [], (
             "each deny names the audit store as the reason"
+        )
         assert {h.status for h in during if h.channel == "http"} == {503}
         # Nothing was decided behind the agent's back: no audit row, no request left decided.
         assert Decision.objects.count() == audited

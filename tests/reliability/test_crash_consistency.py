@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import pytest
 from websockets.asyncio.client import connect
+from websockets.typing import Origin
 
 from approvals import services
 from approvals.audit import verify_chain
@@ -39,18 +40,28 @@ ASKS = 16
 ASK_TIMEOUT = 5
 
 
-
 def server() -> Any:
     return live_server(GATEHOUSE_ASK_TIMEOUT=str(ASK_TIMEOUT), GATEHOUSE_SWEEP_INTERVAL="1")
 
 
 def ask(n: str) -> dict[str, Any]:
-    return {"tool_name": "Bash", "tool_input": {"command": f"rm -rf build/{n}"}, "session_id": "crash",
-            "cwd": "/srv/project", "tool_use_id": f"toolu_crash_{n}"}
+    return {
+        "tool_name": "Bash",
+        "tool_input": {"command": f"rm -rf build/{n}"},
+        "session_id": "crash",
+        "cwd": "/srv/project",
+        "tool_use_id": f"toolu_crash_{n}",
+    }
 
 
-async def submit_and_race(srv: LiveServer, agent_token: str, approver_token: str, round_no: int,
-                          seen: list[dict[str, Any]], ids: dict[str, str]) -> dict[str, str]:
+async def submit_and_race(
+    srv: LiveServer,
+    agent_token: str,
+    approver_token: str,
+    round_no: int,
+    seen: list[dict[str, Any]],
+    ids: dict[str, str],
+) -> dict[str, str]:
     """Submit asks (half HTTP, half socket) into `ids`, race decisions on them, until the server dies."""
     agent_auth = {"Authorization": f"Bearer {agent_token}"}
     async with httpx.AsyncClient(timeout=10) as client:
@@ -75,9 +86,11 @@ async def submit_and_race(srv: LiveServer, agent_token: str, approver_token: str
         async def decide(request_id: str) -> None:
             behavior = random.choice(["allow", "deny"])
             try:
-                response = await client.post(f"{srv.url}/api/v1/permission-requests/{request_id}/decision",
-                                             json={"behavior": behavior},
-                                             headers={"Authorization": f"Bearer {approver_token}"})
+                response = await client.post(
+                    f"{srv.url}/api/v1/permission-requests/{request_id}/decision",
+                    json={"behavior": behavior},
+                    headers={"Authorization": f"Bearer {approver_token}"},
+                )
             except httpx.HTTPError:
                 return
             if response.status_code == 200:
@@ -90,8 +103,9 @@ async def submit_and_race(srv: LiveServer, agent_token: str, approver_token: str
                 if n % 2:
                     await ws.send(json.dumps({"type": "permission_request", "ref": key, "request": ask(key)}))
                 else:
-                    response = await client.post(f"{srv.url}/api/v1/permission-requests", json=ask(key),
-                                                 headers=agent_auth)
+                    response = await client.post(
+                        f"{srv.url}/api/v1/permission-requests", json=ask(key), headers=agent_auth
+                    )
                     ids[response.json()["id"]] = "http"
                 for request_id in [i for i in list(ids) if random.random() < 0.3]:
                     jobs.append(asyncio.ensure_future(decide(request_id)))
@@ -118,8 +132,9 @@ async def killer(srv: LiveServer, ids: dict[str, str]) -> float:
 async def resume(srv: LiveServer, token: str, ids: list[str], timeout: float) -> dict[str, str]:
     """Reconnect as the agent, resume every id, and collect one outcome per id."""
     heard: dict[str, str] = {}
-    async with connect(f"{srv.ws_url}/ws/agent/", additional_headers={"Authorization": f"Bearer {token}"},
-                       proxy=None) as ws:
+    async with connect(
+        f"{srv.ws_url}/ws/agent/", additional_headers={"Authorization": f"Bearer {token}"}, proxy=None
+    ) as ws:
         await ws.send(json.dumps({"type": "resume", "ids": ids}))
         deadline = time.monotonic() + timeout
         while set(ids) - set(heard):
@@ -130,8 +145,12 @@ async def resume(srv: LiveServer, token: str, ids: list[str], timeout: float) ->
 
 
 async def dashboard_snapshot(srv: LiveServer, cookie: str) -> set[str]:
-    async with connect(f"{srv.ws_url}/ws/dashboard/", additional_headers={"Cookie": f"sessionid={cookie}"},
-                       origin=srv.url, proxy=None) as ws:  # type: ignore[arg-type]
+    async with connect(
+        f"{srv.ws_url}/ws/dashboard/",
+        additional_headers={"Cookie": f"sessionid={cookie}"},
+        origin=Origin(srv.url),
+        proxy=None,
+    ) as ws:
         await ws.send(json.dumps({"type": "subscribe"}))
         while True:
             frame = json.loads(await asyncio.wait_for(ws.recv(), 15))
@@ -192,5 +211,7 @@ class CrashConsistencyTests:
         for request_id in still_pending:
             assert rows[request_id].reason_type == "timeout"
         assert list(verify_chain()) == []
-        print(f"crash rounds: killed after {[round(k, 2) for k in kills]} s; {len(ids)} requests, "
-              f"{len(seen)} decisions seen before the kills, {len(still_pending)} expired after restart")
+        print(
+            f"crash rounds: killed after {[round(k, 2) for k in kills]} s; {len(ids)} requests, "
+            f"{len(seen)} decisions seen before the kills, {len(still_pending)} expired after restart"
+        )

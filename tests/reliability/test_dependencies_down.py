@@ -31,9 +31,16 @@ from tests.reliability.clients import call, heard_from_http
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-HOOK_INPUT = {"hook_event_name": "PreToolUse", "session_id": "down", "cwd": "/srv/project", "transcript_path": "",
-              "permission_mode": "default", "tool_name": "Bash", "tool_input": {"command": "rm -rf build"},
-              "tool_use_id": "toolu_down_1"}
+HOOK_INPUT = {
+    "hook_event_name": "PreToolUse",
+    "session_id": "down",
+    "cwd": "/srv/project",
+    "transcript_path": "",
+    "permission_mode": "default",
+    "tool_name": "Bash",
+    "tool_input": {"command": "rm -rf build"},
+    "tool_use_id": "toolu_down_1",
+}
 
 
 @pytest.fixture
@@ -44,9 +51,11 @@ def rules(default_team: Any) -> None:
 
 @pytest.fixture
 def redis_server_pair(django_db_blocker: Any) -> Iterator[tuple[PrivateRedis, LiveServer]]:
-    with private_redis() as redis_server, django_db_blocker.unblock(), live_server(
-        REDIS_URL=redis_server.url, GATEHOUSE_ASK_TIMEOUT="4", GATEHOUSE_SWEEP_INTERVAL="1"
-    ) as srv:
+    with (
+        private_redis() as redis_server,
+        django_db_blocker.unblock(),
+        live_server(REDIS_URL=redis_server.url, GATEHOUSE_ASK_TIMEOUT="4", GATEHOUSE_SWEEP_INTERVAL="1") as srv,
+    ):
         yield redis_server, srv
 
 
@@ -81,8 +90,12 @@ class RedisDownTests:
         person = services.personal_token_create(user=alice)
         decided, took = timed_post(f"{submit}/{request_id}/decision", person, {"behavior": "deny"})
         assert decided.status_code == 200 and took < 10, decided.text
-        polled = httpx.get(f"{submit}/{request_id}", params={"wait": 5}, timeout=30,
-                           headers={"Authorization": f"Bearer {ci_bot.token}"})
+        polled = httpx.get(
+            f"{submit}/{request_id}",
+            params={"wait": 5},
+            timeout=30,
+            headers={"Authorization": f"Bearer {ci_bot.token}"},
+        )
         assert heard_from_http(polled).behavior == "deny"
 
         # Nobody decides the next ask: its deadline denies it (the sweeper reads the database).
@@ -100,10 +113,15 @@ class RedisDownTests:
         # hangs and never allows anything undecided.
         async def agent_socket() -> str:
             try:
-                async with connect(f"{srv.ws_url}/ws/agent/", proxy=None, open_timeout=10,
-                                   additional_headers={"Authorization": f"Bearer {ci_bot.token}"}) as ws:
-                    await ws.send(json.dumps({"type": "permission_request", "ref": "x",
-                                              "request": call("ls -la", "r5")}))
+                async with connect(
+                    f"{srv.ws_url}/ws/agent/",
+                    proxy=None,
+                    open_timeout=10,
+                    additional_headers={"Authorization": f"Bearer {ci_bot.token}"},
+                ) as ws:
+                    await ws.send(
+                        json.dumps({"type": "permission_request", "ref": "x", "request": call("ls -la", "r5")})
+                    )
                     while True:
                         frame = json.loads(await asyncio.wait_for(ws.recv(), 15))
                         if frame.get("type") in ("decision", "error"):
@@ -127,7 +145,11 @@ class HookUnreachableTests:
         started = time.monotonic()
         result = subprocess.run(
             [sys.executable, "-m", "agent.hook", "--server", dead, "--on-unreachable", policy, "--timeout", "5"],
-            input=json.dumps(HOOK_INPUT), capture_output=True, text=True, cwd=ROOT, timeout=30,
+            input=json.dumps(HOOK_INPUT),
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=30,
             env={"GATEHOUSE_TOKEN": "gha_whatever", "PATH": "/usr/bin:/bin"},
         )
         assert time.monotonic() - started < 10
@@ -217,11 +239,16 @@ class DatabaseDownTests:
                 outcomes = []
                 for n in range(5):
                     for command in ("ls -la", "curl x", "rm -rf build"):
-                        response, took = timed_post(submit, ci_bot.token, call(command, f"db-{n}-{command[:2]}"),
-                                                    wait=2)
+                        response, took = timed_post(
+                            submit, ci_bot.token, call(command, f"db-{n}-{command[:2]}"), wait=2
+                        )
                         outcomes.append((heard_from_http(response), took))
-                    hook, took = timed_post(f"{srv.url}/hooks/claude-code", ci_bot.token,
-                                            {**HOOK_INPUT, "tool_use_id": f"db-hook-{n}"}, wait=2)
+                    hook, took = timed_post(
+                        f"{srv.url}/hooks/claude-code",
+                        ci_bot.token,
+                        {**HOOK_INPUT, "tool_use_id": f"db-hook-{n}"},
+                        wait=2,
+                    )
                     outcomes.append((heard_from_http(hook, "hook"), took))
                 assert [o for o, _ in outcomes if o.behavior == "allow"] == []
                 assert [t for _, t in outcomes if t > 15] == [], "a call hung while the database was down"

@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.typing import Origin
 
 from approvals import services
 from approvals.audit import verify_chain
@@ -65,10 +66,16 @@ class History:
 
 @pytest.fixture
 def redis_and_server(django_db_blocker: Any) -> Iterator[tuple[PrivateRedis, LiveServer]]:
-    with private_redis() as redis_server, django_db_blocker.unblock(), live_server(
-        REDIS_URL=redis_server.url, GATEHOUSE_CLAIM_TTL_MS=str(CLAIM_TTL_MS),
-        GATEHOUSE_ASK_TIMEOUT=str(ASK_TIMEOUT), GATEHOUSE_SWEEP_INTERVAL="1",
-    ) as srv:
+    with (
+        private_redis() as redis_server,
+        django_db_blocker.unblock(),
+        live_server(
+            REDIS_URL=redis_server.url,
+            GATEHOUSE_CLAIM_TTL_MS=str(CLAIM_TTL_MS),
+            GATEHOUSE_ASK_TIMEOUT=str(ASK_TIMEOUT),
+            GATEHOUSE_SWEEP_INTERVAL="1",
+        ) as srv,
+    ):
         yield redis_server, srv
 
 
@@ -89,8 +96,13 @@ class Agent:
         await asyncio.wait_for(self.connected.wait(), 30)
         for n in range(count):
             ref = f"{self.name}-{n}"
-            body = {"tool_name": "Bash", "tool_input": {"command": f"rm -rf build/{n}"}, "session_id": "jepsen",
-                    "cwd": "/srv/project", "tool_use_id": f"toolu_{uuid.uuid4().hex}"}
+            body = {
+                "tool_name": "Bash",
+                "tool_input": {"command": f"rm -rf build/{n}"},
+                "session_id": "jepsen",
+                "cwd": "/srv/project",
+                "tool_use_id": f"toolu_{uuid.uuid4().hex}",
+            }
             self.bodies[ref] = body
             self.history.add(op="submit", agent=self.name, ref=ref)
             await self.send({"type": "permission_request", "ref": ref, "request": body})
@@ -111,8 +123,12 @@ class Agent:
     async def stay_connected(self, srv: LiveServer, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
-                async with connect(f"{srv.ws_url}/ws/agent/", proxy=None, open_timeout=30,
-                                   additional_headers={"Authorization": f"Bearer {self.token}"}) as ws:
+                async with connect(
+                    f"{srv.ws_url}/ws/agent/",
+                    proxy=None,
+                    open_timeout=30,
+                    additional_headers={"Authorization": f"Bearer {self.token}"},
+                ) as ws:
                     self.ws = ws
                     if self.connected.is_set():
                         self.history.add(op="agent_reconnected", agent=self.name)
@@ -145,9 +161,15 @@ class Agent:
                 decision = frame.get("decision") or {}
                 if frame.get("ref") is not None and frame.get("id"):
                     self.ids.setdefault(str(frame["ref"]), frame["id"])
-                self.history.add(op="agent_heard", agent=self.name, ref=frame.get("ref"), id=frame.get("id"),
-                                 behavior=decision.get("behavior"), decided_by=decision.get("decided_by"),
-                                 reason=(decision.get("reason") or {}).get("type"))
+                self.history.add(
+                    op="agent_heard",
+                    agent=self.name,
+                    ref=frame.get("ref"),
+                    id=frame.get("id"),
+                    behavior=decision.get("behavior"),
+                    decided_by=decision.get("decided_by"),
+                    reason=(decision.get("reason") or {}).get("type"),
+                )
             elif frame.get("type") == "error":
                 self.history.add(op="agent_error", agent=self.name, frame=frame)
 
@@ -156,21 +178,32 @@ class Agent:
         await self.send({"type": "cancel", "id": request_id})
 
 
-async def decide(client: httpx.AsyncClient, srv: LiveServer, who: str, token: str, request_id: str,
-                 history: History) -> None:
+async def decide(
+    client: httpx.AsyncClient, srv: LiveServer, who: str, token: str, request_id: str, history: History
+) -> None:
     behavior = random.choice(["allow", "deny"])
     try:
-        response = await client.post(f"{srv.url}/api/v1/permission-requests/{request_id}/decision",
-                                     json={"behavior": behavior}, headers={"Authorization": f"Bearer {token}"})
+        response = await client.post(
+            f"{srv.url}/api/v1/permission-requests/{request_id}/decision",
+            json={"behavior": behavior},
+            headers={"Authorization": f"Bearer {token}"},
+        )
     except httpx.HTTPError as exc:
         history.add(op="decide", who=who, id=request_id, behavior=behavior, status=0, error=repr(exc))
         return
     body = response.json()
-    decision = (body.get("decision") or (body.get("request") or {}).get("decision") or {})
+    decision = body.get("decision") or (body.get("request") or {}).get("decision") or {}
     error = body.get("error") or {}
-    history.add(op="decide", who=who, id=request_id, behavior=behavior, status=response.status_code,
-                told_decided_by=decision.get("decided_by") or error.get("decided_by"),
-                told_behavior=decision.get("behavior"), message=error.get("message", ""))
+    history.add(
+        op="decide",
+        who=who,
+        id=request_id,
+        behavior=behavior,
+        status=response.status_code,
+        told_decided_by=decision.get("decided_by") or error.get("decided_by"),
+        told_behavior=decision.get("behavior"),
+        message=error.get("message", ""),
+    )
 
 
 CHAT_DECIDER = "tg-dave"
@@ -197,14 +230,28 @@ def chat_answer(request_id: str, behavior: str) -> tuple[int, str | None, str | 
 async def decide_by_chat(request_id: str, history: History) -> None:
     behavior = random.choice(["allow", "deny"])
     status, told, told_behavior = await in_thread(chat_answer, request_id, behavior)
-    history.add(op="decide", who=CHAT_DECIDER, id=request_id, behavior=behavior, status=status,
-                told_decided_by=told, told_behavior=told_behavior, message="")
+    history.add(
+        op="decide",
+        who=CHAT_DECIDER,
+        id=request_id,
+        behavior=behavior,
+        status=status,
+        told_decided_by=told,
+        told_behavior=told_behavior,
+        message="",
+    )
 
 
-async def dashboard(srv: LiveServer, name: str, cookie: str, history: History, ready: asyncio.Event,
-                    stop: asyncio.Event) -> None:
-    async with connect(f"{srv.ws_url}/ws/dashboard/", additional_headers={"Cookie": f"sessionid={cookie}"},
-                       origin=srv.url, proxy=None, open_timeout=30) as ws:  # type: ignore[arg-type]
+async def dashboard(
+    srv: LiveServer, name: str, cookie: str, history: History, ready: asyncio.Event, stop: asyncio.Event
+) -> None:
+    async with connect(
+        f"{srv.ws_url}/ws/dashboard/",
+        additional_headers={"Cookie": f"sessionid={cookie}"},
+        origin=Origin(srv.url),
+        proxy=None,
+        open_timeout=30,
+    ) as ws:
         await ws.send(json.dumps({"type": "subscribe"}))
         while True:
             frame = json.loads(await asyncio.wait_for(ws.recv(), 30))
@@ -216,8 +263,14 @@ async def dashboard(srv: LiveServer, name: str, cookie: str, history: History, r
             async for raw in ws:
                 frame = json.loads(raw)
                 if frame.get("type") in ("request.decided", "request.cancelled", "request.expired"):
-                    history.add(op="dashboard_heard", dashboard=name, id=frame["id"], type=frame["type"],
-                                decided_by=frame.get("decided_by"), behavior=frame.get("behavior"))
+                    history.add(
+                        op="dashboard_heard",
+                        dashboard=name,
+                        id=frame["id"],
+                        type=frame["type"],
+                        decided_by=frame.get("decided_by"),
+                        behavior=frame.get("behavior"),
+                    )
 
         reader = asyncio.ensure_future(read())
         await stop.wait()
@@ -238,8 +291,14 @@ def inject(fault: str, redis_server: PrivateRedis, history: History) -> None:
     history.add(op="fault_injected", fault=fault)
 
 
-async def deciders_loop(srv: LiveServer, agents: list[Agent], approvers: dict[str, str], history: History,
-                        redis_server: PrivateRedis, fault: str) -> None:
+async def deciders_loop(
+    srv: LiveServer,
+    agents: list[Agent],
+    approvers: dict[str, str],
+    history: History,
+    redis_server: PrivateRedis,
+    fault: str,
+) -> None:
     """For each pending request: race 2-3 deciders, or cancel it, or leave it to its deadline."""
     total = AGENTS * ASKS_PER_AGENT
     seen = 0
@@ -263,8 +322,10 @@ async def deciders_loop(srv: LiveServer, agents: list[Agent], approvers: dict[st
                 if roll < 0.30:
                     jobs.append(asyncio.ensure_future(by_agent[owner].cancel(request_id)))
                 racers = random.sample(sorted(approvers), k=random.choice([2, 3]))
-                jobs.extend(asyncio.ensure_future(decide(client, srv, who, approvers[who], request_id, history))
-                            for who in racers)
+                jobs.extend(
+                    asyncio.ensure_future(decide(client, srv, who, approvers[who], request_id, history))
+                    for who in racers
+                )
                 if random.random() < 0.3:
                     jobs.append(asyncio.ensure_future(decide_by_chat(request_id, history)))
         await asyncio.gather(*jobs)
@@ -279,15 +340,23 @@ def settled(ids: set[str]) -> bool:
     return PermissionRequest.objects.filter(pk__in=ids, state="pending").count() == 0
 
 
-def run_history(srv: LiveServer, redis_server: PrivateRedis, fault: str, tokens: dict[str, str],
-                approvers: dict[str, str], cookies: dict[str, str]) -> History:
+def run_history(
+    srv: LiveServer,
+    redis_server: PrivateRedis,
+    fault: str,
+    tokens: dict[str, str],
+    approvers: dict[str, str],
+    cookies: dict[str, str],
+) -> History:
     history = History()
 
     async def scenario() -> None:
         stop = asyncio.Event()
         readies = {name: asyncio.Event() for name in cookies}
-        boards = [asyncio.ensure_future(dashboard(srv, name, cookie, history, readies[name], stop))
-                  for name, cookie in cookies.items()]
+        boards = [
+            asyncio.ensure_future(dashboard(srv, name, cookie, history, readies[name], stop))
+            for name, cookie in cookies.items()
+        ]
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in readies.values())), 30)
         agents = [Agent(name, token, history) for name, token in tokens.items()]
         runs = [asyncio.ensure_future(a.run(srv, ASKS_PER_AGENT, stop)) for a in agents]
@@ -347,8 +416,10 @@ def check(history: History, fault: str) -> list[str]:
                 problems.append(f"{request_id}: loser told {op['told_decided_by']!r}, winner {row.decided_by!r}")
         for op in history.of("agent_heard"):
             if op["id"] == request_id and (op["behavior"] != row.behavior or op["decided_by"] != row.decided_by):
-                problems.append(f"{request_id}: agent heard {op['behavior']} by {op['decided_by']}, "
-                                f"audit says {row.behavior} by {row.decided_by}")
+                problems.append(
+                    f"{request_id}: agent heard {op['behavior']} by {op['decided_by']}, "
+                    f"audit says {row.behavior} by {row.decided_by}"
+                )
         for op in history.of("dashboard_heard"):
             if op["id"] == request_id and op["decided_by"] != row.decided_by:
                 problems.append(f"{request_id}: dashboard told {op['decided_by']}, winner {row.decided_by}")
@@ -370,14 +441,14 @@ def check(history: History, fault: str) -> list[str]:
 @pytest.mark.parametrize("fault", FAULTS)
 class ExactlyOneDecisionTests:
     def test_it_keeps_a_valid_history_under_concurrent_deciders_and_redis_faults(
-        self, fault: str, redis_and_server: tuple[PrivateRedis, LiveServer], alice: Any, admin: Any,
-        default_team: Any
+        self, fault: str, redis_and_server: tuple[PrivateRedis, LiveServer], alice: Any, admin: Any, default_team: Any
     ) -> None:
         redis_server, srv = redis_and_server
         random.seed(f"gatehouse-{fault}")
         carol = services.membership_set(
             user=type(alice).objects.create_user(username="carol", password="carol-password-1"),
-            team=default_team, role="approver",
+            team=default_team,
+            role="approver",
         ).user
         tokens = {f"agent{n}": services.agent_create(name=f"jepsen-{n}", team=default_team)[1] for n in range(AGENTS)}
         approvers = {u.username: services.personal_token_create(user=u) for u in (alice, admin, carol)}
@@ -387,12 +458,16 @@ class ExactlyOneDecisionTests:
 
         problems = check(history, fault)
         decides = history.of("decide")
-        summary = {"requests": len(history.of("pending")), "decides": len(decides),
-                   "won": sum(op["status"] == 200 for op in decides),
-                   "lost": sum(op["status"] == 409 for op in decides), "cancels": len(history.of("cancel")),
-                   "expired": Decision.objects.filter(reason_type="timeout").count(),
-                   "chat_won": sum(op["status"] == 200 and op["who"] == CHAT_DECIDER for op in decides),
-                   "agent_reconnects": len(history.of("agent_reconnected"))}
+        summary = {
+            "requests": len(history.of("pending")),
+            "decides": len(decides),
+            "won": sum(op["status"] == 200 for op in decides),
+            "lost": sum(op["status"] == 409 for op in decides),
+            "cancels": len(history.of("cancel")),
+            "expired": Decision.objects.filter(reason_type="timeout").count(),
+            "chat_won": sum(op["status"] == 200 and op["who"] == CHAT_DECIDER for op in decides),
+            "agent_reconnects": len(history.of("agent_reconnected")),
+        }
         print("history summary", fault, summary)
         assert problems == [], "\n".join(problems[:40])
         assert summary["requests"] == AGENTS * ASKS_PER_AGENT

@@ -30,8 +30,11 @@ def replay_everywhere(srv: LiveServer, token: str, body: dict[str, Any], copies:
             async with httpx.AsyncClient(timeout=30) as client:
                 jobs = []
                 for _ in range(copies):
-                    jobs += [http_submit(client, srv, token, body), hook_submit(client, srv, token, body),
-                             socket.submit(body, timeout=5)]
+                    jobs += [
+                        http_submit(client, srv, token, body),
+                        hook_submit(client, srv, token, body),
+                        socket.submit(body, timeout=5),
+                    ]
                 return list(await asyncio.gather(*jobs))
         finally:
             await socket.close()
@@ -51,7 +54,8 @@ class IdempotencyTests:
         assert PermissionRequest.objects.filter(tool_use_id="toolu_same_allow").count() == 1
         assert Decision.objects.filter(request__tool_use_id="toolu_same_allow").count() == 1
         assert {h.request_id for h in heard if h.request_id} == {
-            str(PermissionRequest.objects.get(tool_use_id="toolu_same_allow").pk)}
+            str(PermissionRequest.objects.get(tool_use_id="toolu_same_allow").pk)
+        }
         assert {h.behavior for h in asked} == {"pending"}, asked
         assert PermissionRequest.objects.filter(tool_use_id="toolu_same_ask").count() == 1
 
@@ -60,12 +64,22 @@ class IdempotencyTests:
     ) -> None:
         services.rule_create(rule="Bash(ls:*)", behavior="allow", source="projectSettings", team=default_team)
         with django_db_blocker.unblock(), live_server() as srv:
-            first_allow = heard_from_http(httpx.post(f"{srv.url}/api/v1/permission-requests",
-                                                     json=call("ls", "toolu_crash_allow"), timeout=30,
-                                                     headers={"Authorization": f"Bearer {ci_bot.token}"}))
-            first_ask = heard_from_http(httpx.post(f"{srv.url}/api/v1/permission-requests",
-                                                   json=call("rm -rf build", "toolu_crash_ask"), timeout=30,
-                                                   headers={"Authorization": f"Bearer {ci_bot.token}"}))
+            first_allow = heard_from_http(
+                httpx.post(
+                    f"{srv.url}/api/v1/permission-requests",
+                    json=call("ls", "toolu_crash_allow"),
+                    timeout=30,
+                    headers={"Authorization": f"Bearer {ci_bot.token}"},
+                )
+            )
+            first_ask = heard_from_http(
+                httpx.post(
+                    f"{srv.url}/api/v1/permission-requests",
+                    json=call("rm -rf build", "toolu_crash_ask"),
+                    timeout=30,
+                    headers={"Authorization": f"Bearer {ci_bot.token}"},
+                )
+            )
             srv.kill()
         with django_db_blocker.unblock(), live_server() as srv:
             again_allow = replay_everywhere(srv, ci_bot.token, call("ls", "toolu_crash_allow"), copies=2)
@@ -74,7 +88,8 @@ class IdempotencyTests:
             decided = replay_everywhere(srv, ci_bot.token, call("rm -rf build", "toolu_crash_ask"), copies=2)
         assert first_allow.behavior == "allow" and first_ask.behavior == "pending"
         assert {(h.behavior, h.request_id or first_allow.request_id) for h in again_allow} == {
-            ("allow", first_allow.request_id)}
+            ("allow", first_allow.request_id)
+        }
         assert {h.request_id for h in again_ask if h.request_id} == {first_ask.request_id}
         assert {h.behavior for h in again_ask} == {"pending"}
         assert {h.behavior for h in decided} == {"deny"}

@@ -19,9 +19,28 @@ class SoakSmokeTests:
         out = tmp_path / "soak.json"
         env = {**os.environ, "GATEHOUSE_SOAK_SQLITE": "1"}
         result = subprocess.run(
-            [sys.executable, "-m", "bench.soak", "--seconds", "6", "--agents", "3", "--rate", "2",
-             "--dashboards", "2", "--ask-every", "4", "--out", str(out)],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+            [
+                sys.executable,
+                "-m",
+                "bench.soak",
+                "--seconds",
+                "6",
+                "--agents",
+                "3",
+                "--rate",
+                "2",
+                "--dashboards",
+                "2",
+                "--ask-every",
+                "4",
+                "--out",
+                str(out),
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
         )
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         report = json.loads(out.read_text())

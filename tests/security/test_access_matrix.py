@@ -20,8 +20,17 @@ from approvals import services
 from approvals.models import Decision, Rule
 from tests.conftest import AgentPersona
 
-PERSONAS = ["anonymous", "wrong_token", "revoked_token", "agent", "other_agent",
-            "viewer", "approver", "outsider", "admin"]
+PERSONAS = [
+    "anonymous",
+    "wrong_token",
+    "revoked_token",
+    "agent",
+    "other_agent",
+    "viewer",
+    "approver",
+    "outsider",
+    "admin",
+]
 
 ASK = {"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}, "session_id": "s1", "cwd": "/tmp/proj"}
 
@@ -44,16 +53,28 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     "submit": ("api/v1/permission-requests", "post", "/api/v1/permission-requests", "ASK"),
     "list": ("api/v1/permission-requests", "get", "/api/v1/permission-requests", None),
     "detail": ("api/v1/permission-requests/<uuid:request_id>", "get", "/api/v1/permission-requests/{req}", None),
-    "cancel": ("api/v1/permission-requests/<uuid:request_id>/cancel", "post",
-               "/api/v1/permission-requests/{req}/cancel", {}),
-    "decide": ("api/v1/permission-requests/<uuid:request_id>/decision", "post",
-               "/api/v1/permission-requests/{req}/decision", {"behavior": "allow"}),
+    "cancel": (
+        "api/v1/permission-requests/<uuid:request_id>/cancel",
+        "post",
+        "/api/v1/permission-requests/{req}/cancel",
+        {},
+    ),
+    "decide": (
+        "api/v1/permission-requests/<uuid:request_id>/decision",
+        "post",
+        "/api/v1/permission-requests/{req}/decision",
+        {"behavior": "allow"},
+    ),
     "audit_api": ("api/v1/audit", "get", "/api/v1/audit", None),
     "audit_csv": ("api/v1/audit", "get", "/api/v1/audit?format=csv", None),
     "rules_list": ("api/v1/rules", "get", "/api/v1/rules", None),
     "rules_create": ("api/v1/rules", "post", "/api/v1/rules", {"rule": "Bash(ls:*)", "behavior": "allow"}),
-    "rules_explain": ("api/v1/rules/explain", "post", "/api/v1/rules/explain",
-                      {"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+    "rules_explain": (
+        "api/v1/rules/explain",
+        "post",
+        "/api/v1/rules/explain",
+        {"tool_name": "Bash", "tool_input": {"command": "ls"}},
+    ),
     "rule_detail": ("api/v1/rules/<int:rule_id>", "get", "/api/v1/rules/{rule}", None),
     "rule_delete": ("api/v1/rules/<int:rule_id>", "delete", "/api/v1/rules/{rule}", None),
     "api_unknown": ("^api/", "get", "/api/v1/nope", None),
@@ -64,21 +85,28 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     "queue": ("", "get", "/", None),
     "manifest": ("manifest.webmanifest", "get", "/manifest.webmanifest", None),
     "request_page": ("requests/<uuid:request_id>/", "get", "/requests/{req}/", None),
-    "request_decide_page": ("requests/<uuid:request_id>/decide", "post", "/requests/{req}/decide",
-                            {"action": "once"}),
+    "request_decide_page": ("requests/<uuid:request_id>/decide", "post", "/requests/{req}/decide", {"action": "once"}),
     "audit_page": ("audit/", "get", "/audit/", None),
     "audit_detail_page": ("audit/<int:decision_id>/", "get", "/audit/{decision}/", None),
     "denials_page": ("denials/", "get", "/denials/", None),
     "rules_page": ("rules/", "get", "/rules/", None),
-    "rules_explain_page": ("rules/explain/", "post", "/rules/explain/",
-                           {"tool_name": "Bash", "tool_input": '{"command": "ls"}', "mode": "default"}),
+    "rules_explain_page": (
+        "rules/explain/",
+        "post",
+        "/rules/explain/",
+        {"tool_name": "Bash", "tool_input": '{"command": "ls"}', "mode": "default"},
+    ),
     "rule_edit_page": ("rules/<int:rule_id>/edit/", "get", "/rules/{rule}/edit/", None),
     "rule_delete_page": ("rules/<int:rule_id>/delete/", "post", "/rules/{rule}/delete/", {}),
     "agents_page": ("agents/", "get", "/agents/", None),
     "agent_revoke_page": ("agents/<int:agent_id>/revoke/", "post", "/agents/{agent}/revoke/", {}),
     "profile_page": ("profile/", "get", "/profile/", None),
-    "identity_delete_page": ("profile/identities/<int:identity_id>/delete/", "post",
-                             "/profile/identities/{identity}/delete/", {}),
+    "identity_delete_page": (
+        "profile/identities/<int:identity_id>/delete/",
+        "post",
+        "/profile/identities/{identity}/delete/",
+        {},
+    ),
     "admin": ("admin/", "get", "/admin/", None),
     "admin_login": ("admin/login/", "get", "/admin/login/", None),
 }
@@ -166,14 +194,22 @@ class RouteCoverageTests:
 
 def hook_body(n: int) -> dict[str, Any]:
     # dontAsk resolves an ask to deny at once, so the hook answers without waiting for a person.
-    return {"hook_event_name": "PreToolUse", "session_id": "s1", "cwd": "/tmp/proj", "permission_mode": "dontAsk",
-            "transcript_path": "", "tool_name": "Bash", "tool_input": {"command": "rm -rf build"},
-            "tool_use_id": f"toolu_matrix_{n}"}
+    return {
+        "hook_event_name": "PreToolUse",
+        "session_id": "s1",
+        "cwd": "/tmp/proj",
+        "permission_mode": "dontAsk",
+        "transcript_path": "",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf build"},
+        "tool_use_id": f"toolu_matrix_{n}",
+    }
 
 
 @pytest.fixture
-def callers(ci_bot: AgentPersona, other_bot: AgentPersona, alice: Any, bob: Any, mallory: Any, admin: Any,
-            default_team: Any) -> dict[str, Callable[[], Client]]:
+def callers(
+    ci_bot: AgentPersona, other_bot: AgentPersona, alice: Any, bob: Any, mallory: Any, admin: Any, default_team: Any
+) -> dict[str, Callable[[], Client]]:
     revoked, revoked_token = services.agent_create(name="retired-bot", team=default_team)
     services.agent_revoke(agent=revoked)
 
@@ -185,6 +221,7 @@ def callers(ci_bot: AgentPersona, other_bot: AgentPersona, alice: Any, bob: Any,
             client = Client()
             client.force_login(user)
             return client
+
         return make
 
     return {
@@ -200,8 +237,9 @@ def callers(ci_bot: AgentPersona, other_bot: AgentPersona, alice: Any, bob: Any,
     }
 
 
-def actual_table(callers: dict[str, Callable[[], Client]], ci_bot: AgentPersona, alice: Any,
-                 default_team: Any) -> dict[tuple[str, str], int]:
+def actual_table(
+    callers: dict[str, Callable[[], Client]], ci_bot: AgentPersona, alice: Any, default_team: Any
+) -> dict[tuple[str, str], int]:
     counter = itertools.count()
     table: dict[tuple[str, str], int] = {}
     for name, (_, method, template, body) in CELLS.items():
@@ -213,10 +251,18 @@ def actual_table(callers: dict[str, Callable[[], Client]], ci_bot: AgentPersona,
             rule = Rule.objects.create(rule="Bash(make:*)", behavior="allow", source="localSettings", team=default_team)
             agent, _ = services.agent_create(name=f"spare-{n}", team=default_team)
             identity = services.chat_identity_link(user=alice, provider="telegram", external_id=str(1000 + n))
-            path = template.format(req=request.pk, rule=rule.pk, decision=Decision.objects.get(request=decided).pk,
-                                   agent=agent.pk, identity=identity.pk)
-            payload = {"ASK": {**ASK, "tool_use_id": f"s{n}"}, "HOOK": hook_body(n)}.get(body, body) \
-                if isinstance(body, str) else body
+            path = template.format(
+                req=request.pk,
+                rule=rule.pk,
+                decision=Decision.objects.get(request=decided).pk,
+                agent=agent.pk,
+                identity=identity.pk,
+            )
+            payload = (
+                {"ASK": {**ASK, "tool_use_id": f"s{n}"}, "HOOK": hook_body(n)}.get(body, body)
+                if isinstance(body, str)
+                else body
+            )
             client = callers[persona]()
             if payload is None:
                 response = getattr(client, method)(path)

@@ -26,8 +26,15 @@ def random_key() -> str:
 
 class DeployCheckTests:
     def test_it_passes_check_deploy_at_warning_level_in_production(self) -> None:
-        result = manage("check", "--deploy", "--fail-level", "WARNING",
-                        GATEHOUSE_ENV="production", SECRET_KEY=random_key(), ALLOWED_HOSTS="x")
+        result = manage(
+            "check",
+            "--deploy",
+            "--fail-level",
+            "WARNING",
+            GATEHOUSE_ENV="production",
+            SECRET_KEY=random_key(),
+            ALLOWED_HOSTS="x",
+        )
         assert result.returncode == 0, result.stdout + result.stderr
         assert "no issues" in result.stdout
 

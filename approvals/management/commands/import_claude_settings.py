@@ -56,7 +56,10 @@ class Command(BaseCommand):
                         skipped += 1
                         continue
                     services.rule_create(
-                        rule=item["rule"], behavior=item["behavior"], source=item["source"], team=team,
+                        rule=item["rule"],
+                        behavior=item["behavior"],
+                        source=item["source"],
+                        team=team,
                         note=f"Imported from {path.name}",
                     )
                 except services.ServiceError as exc:

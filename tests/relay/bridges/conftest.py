@@ -36,8 +36,12 @@ def telegram_bridge(fake_tg: FakeTelegram, transactional_db: None) -> Iterator[A
     from relay.bridges.telegram import TelegramBridge, TelegramConfig
 
     config = TelegramConfig(
-        token=fake_tg.token, chat_id=CHAT_ID, approvers=[str(ALICE_TG)], api_url=fake_tg.url,
-        chat_interval=0.0, global_rate=1000,
+        token=fake_tg.token,
+        chat_id=CHAT_ID,
+        approvers=[str(ALICE_TG)],
+        api_url=fake_tg.url,
+        chat_interval=0.0,
+        global_rate=1000,
     )
     bridge = TelegramBridge(config)
     registry.add_announcer(bridge)
@@ -76,8 +80,12 @@ def slack_bridge(fake_sl: FakeSlack, transactional_db: None) -> Iterator[Any]:
     from relay.bridges.slack import SlackBridge, SlackConfig
 
     config = SlackConfig(
-        token=fake_sl.token, signing_secret=SIGNING_SECRET, channel=SLACK_CHANNEL, approvers=[ALICE_SLACK],
-        api_url=fake_sl.url + "/api", channel_interval=0.0,
+        token=fake_sl.token,
+        signing_secret=SIGNING_SECRET,
+        channel=SLACK_CHANNEL,
+        approvers=[ALICE_SLACK],
+        api_url=fake_sl.url + "/api",
+        channel_interval=0.0,
     )
     bridge = SlackBridge(config)
     registry.add_announcer(bridge)
@@ -124,8 +132,11 @@ class AgentCall:
         self.error: BaseException | None = None
         self._done = threading.Event()
         body = {
-            "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": f"tu-{command}",
-            "session_id": "s1", "cwd": "/repo",
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+            "tool_use_id": f"tu-{command}",
+            "session_id": "s1",
+            "cwd": "/repo",
         }
 
         def run() -> None:
@@ -133,8 +144,10 @@ class AgentCall:
 
             try:
                 self.response = httpx.post(
-                    f"{server_url}/api/v1/permission-requests?wait={wait}", json=body,
-                    headers={"Authorization": f"Bearer {token}"}, timeout=wait + 30,
+                    f"{server_url}/api/v1/permission-requests?wait={wait}",
+                    json=body,
+                    headers={"Authorization": f"Bearer {token}"},
+                    timeout=wait + 30,
                 )
             except BaseException as exc:
                 self.error = exc
@@ -152,15 +165,22 @@ class AgentCall:
 
 def slack_env(fake: FakeSlack) -> dict[str, Any]:
     return {
-        "SLACK_BOT_TOKEN": fake.token, "SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_CHANNEL": SLACK_CHANNEL,
-        "SLACK_APPROVERS": ALICE_SLACK, "SLACK_API_URL": fake.url + "/api", "SLACK_CHANNEL_INTERVAL_MS": "0",
+        "SLACK_BOT_TOKEN": fake.token,
+        "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+        "SLACK_CHANNEL": SLACK_CHANNEL,
+        "SLACK_APPROVERS": ALICE_SLACK,
+        "SLACK_API_URL": fake.url + "/api",
+        "SLACK_CHANNEL_INTERVAL_MS": "0",
     }
 
 
 def telegram_env(fake: FakeTelegram) -> dict[str, Any]:
     return {
-        "TELEGRAM_BOT_TOKEN": fake.token, "TELEGRAM_CHAT_ID": CHAT_ID, "TELEGRAM_APPROVERS": str(ALICE_TG),
-        "TELEGRAM_API_URL": fake.url, "TELEGRAM_CHAT_INTERVAL_MS": "0",
+        "TELEGRAM_BOT_TOKEN": fake.token,
+        "TELEGRAM_CHAT_ID": CHAT_ID,
+        "TELEGRAM_APPROVERS": str(ALICE_TG),
+        "TELEGRAM_API_URL": fake.url,
+        "TELEGRAM_CHAT_INTERVAL_MS": "0",
     }
 
 
@@ -177,7 +197,10 @@ def telegram_bot(fake: FakeTelegram, **extra: str) -> Iterator[Any]:
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
             [sys.executable, "manage.py", "run_telegram_bot", "--poll-timeout", "1"],
-            cwd=ROOT, env=server_env(**telegram_env(fake), **extra), stdout=log_file, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=server_env(**telegram_env(fake), **extra),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
         )
     try:
         yield process

@@ -15,8 +15,14 @@ from tests.relay.bridges.conftest import ALICE_SLACK, SIGNING_SECRET, AgentCall,
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def press(server_url: str, payload: dict, *, secret: str = SIGNING_SECRET, timestamp: int | None = None,
-          retry: int | None = None) -> httpx.Response:
+def press(
+    server_url: str,
+    payload: dict,
+    *,
+    secret: str = SIGNING_SECRET,
+    timestamp: int | None = None,
+    retry: int | None = None,
+) -> httpx.Response:
     body, headers = signed_interaction(secret, payload, timestamp=timestamp)
     if retry is not None:
         headers["X-Slack-Retry-Num"] = str(retry)
@@ -138,7 +144,8 @@ class SlackActionTests:
             stale = block_actions(card, "Allow once", user_id=ALICE_SLACK)  # Slack still shows the buttons
             request_id = PermissionRequest.objects.get().pk
             decided = httpx.post(
-                f"{srv.url}/api/v1/permission-requests/{request_id}/decision", json={"behavior": "deny"},
+                f"{srv.url}/api/v1/permission-requests/{request_id}/decision",
+                json={"behavior": "deny"},
                 headers={"Authorization": f"Bearer {token}"},
             )
             assert decided.status_code == 200, decided.text

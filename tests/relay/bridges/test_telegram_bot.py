@@ -43,8 +43,9 @@ class TelegramBotTests:
                 bot.wait(10)
             update_ids += [fake_tg.press(card, "Allow once", user_id=ALICE_TG) for card in cards[6:]]
             # The same presses again, as a flaky network would redeliver them.
-            redelivered = [fake_tg.press_raw(c, c.button("Allow once")["callback_data"], user_id=ALICE_TG)
-                           for c in cards[:3]]
+            redelivered = [
+                fake_tg.press_raw(c, c.button("Allow once")["callback_data"], user_id=ALICE_TG) for c in cards[:3]
+            ]
             with telegram_bot(fake_tg):
                 results = [agent.result(timeout=60) for agent in agents]
                 fake_tg.wait_for(lambda: all(fake_tg.toast_for(f"cq{u}") for u in redelivered), timeout=30)
