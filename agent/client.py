@@ -155,6 +155,8 @@ class GatehouseClient:
         self._progress_flusher: asyncio.Task[None] | None = None
         self.mode: Literal["websocket", "http"] | None = None
         self.reconnects = 0
+        # The server said it is restarting (a `reconnect` frame): reconnect without backoff.
+        self._moved = False
         self._ws: ClientConnection | None = None
         self._connected = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
@@ -364,8 +366,12 @@ class GatehouseClient:
 
     async def _reconnect(self) -> ClientConnection | None:
         delay = self.backoff_initial
-        for _attempt in range(self.http_fallback_after):
-            await asyncio.sleep(delay)
+        for attempt in range(self.http_fallback_after):
+            # A draining server closed us on purpose, and the proxy has other processes:
+            # the first attempt need not wait.
+            if attempt or not self._moved:
+                await asyncio.sleep(delay)
+            self._moved = False
             try:
                 ws = await self._open_socket()
             except GatehouseUnavailable as exc:
@@ -403,6 +409,9 @@ class GatehouseClient:
         elif kind == "decision" and handle is not None and isinstance(frame.get("decision"), dict):
             request_id = str(frame["id"]) if frame.get("id") else handle.id
             handle._decide(PermissionDecision.from_wire(frame["decision"], request_id))
+        elif kind == "reconnect":
+            log.info("Gatehouse asked us to reconnect: %s", frame.get("reason"))
+            self._moved = True
         elif kind == "error":
             self._on_error_frame(frame, handle)
 

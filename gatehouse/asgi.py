@@ -11,6 +11,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from gatehouse.bodylimit import BodySizeLimit  # noqa: E402
+from gatehouse.health import HealthProbes  # noqa: E402
 from relay.routing import websocket_urlpatterns  # noqa: E402
 
 websocket_routes = list(websocket_urlpatterns)
@@ -22,7 +23,7 @@ if os.environ.get("GATEHOUSE_BENCH") == "1":
 
 application = ProtocolTypeRouter(
     {
-        "http": BodySizeLimit(django_asgi_app, settings.GATEHOUSE_MAX_BODY_BYTES),
+        "http": HealthProbes(BodySizeLimit(django_asgi_app, settings.GATEHOUSE_MAX_BODY_BYTES)),
         "websocket": URLRouter(websocket_routes),
     }
 )

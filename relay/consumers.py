@@ -28,7 +28,7 @@ from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
 from approvals.cards import render_card_as
 from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState, Role
 from policy.errors import classify_tool_error
-from relay import fanout, sweeper
+from relay import drain, fanout, sweeper
 from relay import selectors as relay_selectors
 
 log = logging.getLogger(__name__)
@@ -206,6 +206,12 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
     def _ref_of(frame: dict[str, Any]) -> dict[str, Any]:
         return {"ref": frame["ref"]} if isinstance(frame.get("ref"), str | int) else {}
 
+    async def drain(self) -> None:
+        """The process is stopping: tell the client to reconnect and resume, then close."""
+        self.closing = True
+        await self.send_json(drain.RECONNECT_FRAME)
+        await self.close(drain.CLOSE_SERVICE_RESTART)
+
     async def group_join(self, group: str) -> None:
         await self.channel_layer.group_add(group, self.channel_name)
         self.joined.append(group)
@@ -315,6 +321,10 @@ class AgentConsumer(GatehouseConsumer):
             await self.close(code)
             return
         self.agent = agent
+        drain.register(self)
+        if drain.is_draining():  # opened while this process stops: send it on at once
+            await self.drain()
+            return
         try:
             await self.group_join(events.agent_group(agent.pk))
         except Exception:
@@ -324,6 +334,7 @@ class AgentConsumer(GatehouseConsumer):
         self.spawn(self.recheck_forever())
 
     async def disconnect(self, code: int) -> None:
+        drain.unregister(self)
         for task in list(getattr(self, "tasks", ())):
             task.cancel()
         await self.leave_groups()
@@ -587,8 +598,13 @@ class DashboardConsumer(GatehouseConsumer):
             self.closing = True
             await self.send_error("unavailable", "live updates are unavailable right now; reconnect in a moment")
             await self.close(CLOSE_UNAVAILABLE)
+            return
+        drain.register(self)
+        if drain.is_draining():
+            await self.drain()
 
     async def disconnect(self, code: int) -> None:
+        drain.unregister(self)
         await self.leave_team_groups()
         await self.leave_groups()
 

@@ -76,6 +76,9 @@ def live_server(*, port: int | None = None, server: str = "daphne", **env: str) 
     bin_dir = Path(sys.executable).parent
     if server == "daphne":
         cmd = [str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(port), "gatehouse.asgi:application"]
+    elif server == "serve":  # Daphne with the drain on SIGTERM, as production runs it
+        serve = [sys.executable, "-m", "gatehouse.serve"]
+        cmd = [*serve, "-b", "127.0.0.1", "-p", str(port), "gatehouse.asgi:application"]
     else:
         cmd = [str(bin_dir / "uvicorn"), "--host", "127.0.0.1", "--port", str(port), "gatehouse.asgi:application"]
     with open(log_path, "wb") as log_file:

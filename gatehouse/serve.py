@@ -1,0 +1,105 @@
+"""`python -m gatehouse.serve`: Daphne, with a drain on SIGTERM so a restart loses nothing.
+
+Daphne's own SIGTERM stops the reactor at once and cancels every connection. Here, on
+SIGTERM (or SIGINT):
+
+1. stop listening, so the proxy sends new connections to the other processes;
+2. mark the process draining (`/readyz` answers 503) and send every open WebSocket a
+   `reconnect` frame and a 4012 close (`relay.drain`): agents reconnect through the
+   proxy and resume their pending requests there;
+3. let HTTP requests in flight (a hook call waiting for its answer) finish, for up to
+   `GATEHOUSE_DRAIN_SECONDS` (default 30);
+4. stop.
+
+Takes Daphne's own arguments: `python -m gatehouse.serve -b 127.0.0.1 -p 8001
+gatehouse.asgi:application`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+from types import FrameType
+from typing import Any
+
+from daphne.cli import CommandLineInterface
+from daphne.server import Server
+from twisted.internet import defer, reactor
+
+log = logging.getLogger("gatehouse.serve")
+
+DRAIN_SECONDS = float(os.environ.get("GATEHOUSE_DRAIN_SECONDS", "30"))
+DRAIN_POLL_SECONDS = 0.1
+
+
+class DrainingServer(Server):
+    """Daphne's server with our signal handling: drain, then stop."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["signal_handlers"] = False
+        super().__init__(*args, **kwargs)
+        self.ports: list[Any] = []
+        self.draining = False
+
+    def listen_success(self, port: Any) -> None:
+        self.ports.append(port)
+        super().listen_success(port)
+
+    def run(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self.on_signal)
+        super().run()
+
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
+        # A Python signal handler runs between bytecodes of the reactor's thread: hand
+        # the work to the reactor instead of doing it here.
+        reactor.callFromThread(self.begin_drain, signum)
+
+    def begin_drain(self, signum: int) -> None:
+        if self.draining:
+            log.warning("second signal %s: stopping now", signum)
+            self.stop()
+            return
+        self.draining = True
+        log.info("signal %s: draining (up to %.0fs)", signum, DRAIN_SECONDS)
+        stopped = [defer.maybeDeferred(port.stopListening) for port in self.ports]
+        finished = defer.DeferredList(stopped).addCallback(lambda _: defer.Deferred.fromFuture(self._drain_future()))
+        finished.addBoth(lambda _: self.stop())
+
+    def _drain_future(self) -> asyncio.Future[None]:
+        return asyncio.ensure_future(self.drain())
+
+    async def drain(self) -> None:
+        from relay import drain
+
+        await drain.drain_sockets()
+        deadline = time.monotonic() + DRAIN_SECONDS
+        while self.busy_connections() and time.monotonic() < deadline:
+            await asyncio.sleep(DRAIN_POLL_SECONDS)
+        left = self.busy_connections()
+        if left:
+            log.warning("drain: %d connection(s) still busy after %.0fs; stopping anyway", left, DRAIN_SECONDS)
+
+    def busy_connections(self) -> int:
+        """Connections whose application is still running (a request in flight, a socket closing)."""
+        return sum(
+            1
+            for details in self.connections.values()
+            if details.get("application_instance") is not None and not details["application_instance"].done()
+        )
+
+
+class DrainingCommandLine(CommandLineInterface):
+    server_class = DrainingServer
+
+
+def main(argv: list[str] | None = None) -> None:
+    DrainingCommandLine().run(sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    main()
