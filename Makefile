@@ -1,4 +1,5 @@
-# Gatehouse: `make run` serves the product, `make test` runs everything.
+# Gatehouse: `make run` serves the product, `make prod` the production layout (TLS, several
+# processes, PostgreSQL and Redis), `make test` runs everything.
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
@@ -7,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export DJANGO_SETTINGS_MODULE := gatehouse.settings
 
-.PHONY: run test lint typecheck bench bench-quick screenshots migrate clean
+.PHONY: run prod test lint typecheck bench bench-quick screenshots migrate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +30,12 @@ migrate: $(VENV)/.run-deps
 run: migrate
 	$(BIN)/python manage.py gatehouse_banner
 	$(BIN)/daphne -b $(HOST) -p $(PORT) gatehouse.asgi:application
+
+# Caddy (TLS on PORT, default 8443) in front of WORKERS Daphne processes, the sweeper and
+# the Telegram bot under honcho. Needs DATABASE_URL and REDIS_URL. See docs/DEPLOY.md.
+prod: $(VENV)/.run-deps
+	@mkdir -p var
+	BIN=$(BIN) PORT=$(if $(filter file,$(origin PORT)),8443,$(PORT)) scripts/prod.sh
 
 lint: $(VENV)/.dev-deps
 	$(BIN)/ruff check .

@@ -85,11 +85,18 @@ class DrainingServer(Server):
             log.warning("drain: %d connection(s) still busy after %.0fs; stopping anyway", left, DRAIN_SECONDS)
 
     def busy_connections(self) -> int:
-        """Connections whose application is still running (a request in flight, a socket closing)."""
+        """Open connections whose application still runs: a request in flight, a socket closing.
+
+        A connection the client already closed is not waited for: nobody is listening,
+        and an application still unwinding there (a channel-layer receive that is slow
+        to cancel) would only hold the drain to its limit.
+        """
         return sum(
             1
             for details in self.connections.values()
-            if details.get("application_instance") is not None and not details["application_instance"].done()
+            if "disconnected" not in details
+            and details.get("application_instance") is not None
+            and not details["application_instance"].done()
         )
 
 

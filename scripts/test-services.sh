@@ -17,6 +17,8 @@ need_apt chromium chromium
 need_apt node nodejs npm
 # The SDK's Bash tool sandboxes commands with bubblewrap when it is installed.
 need_apt bwrap bubblewrap
+# `make prod` and its end-to-end test put Caddy in front (tests/e2e/prod).
+need_apt caddy caddy
 
 # The real Claude Code CLI, in a folder git ignores.
 CLAUDE_VERSION=2.1.332

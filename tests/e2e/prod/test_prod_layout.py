@@ -1,0 +1,235 @@
+"""The production layout as a team runs it: `make prod`, then everything through HTTPS.
+
+PostgreSQL and Redis (private ones when none answer), Caddy with its internal CA in
+front of two Daphne processes, the sweeper beside them. The test trusts Caddy's CA file
+and nothing else, and reaches the processes only through the proxy. Then one Daphne
+process is restarted with asks pending and agents connected: every ask is answered
+exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.datastructures import Headers
+
+from agent.client import GatehouseClient, PendingPermission
+from tests.e2e.prod.layout import ProdLayout, drained_counts, make_prod
+from tests.e2e.prod.postgres import fresh_database
+from tests.live import ROOT
+from tests.relay.wsclient import of_type, receive_until, send
+
+pytestmark = pytest.mark.slow
+
+ALICE_PASSWORD = "alice-password-1"
+AGENTS = 4
+ASKS_EACH = 3
+RESTART_TIMEOUT = 45.0
+
+# Run by `manage.py shell` against the layout's database once it has migrated.
+SETUP = f"""
+import json
+from django.contrib.auth import get_user_model
+from approvals import services
+ALICE_PASSWORD = {ALICE_PASSWORD!r}
+AGENTS = {AGENTS}
+team = services.default_team()
+alice = get_user_model().objects.create_user(username="alice", password=ALICE_PASSWORD)
+services.membership_set(user=alice, team=team, role="approver")
+services.rule_create(rule="Bash(ls:*)", behavior="allow", source="projectSettings", team=team)
+tokens = [services.agent_create(name=f"agent-{{n}}", team=team)[1] for n in range(AGENTS)]
+print(json.dumps(tokens))
+"""
+
+
+@pytest.fixture(scope="module")
+def layout(redis_url: str) -> Iterator[ProdLayout]:
+    with fresh_database() as database_url, make_prod(database_url, redis_url, secrets.token_urlsafe(12)) as running:
+        # Agents, hooks and websockets in this process trust Caddy's CA through the
+        # standard variable, as a team's agents would.
+        previous = os.environ.get("SSL_CERT_FILE")
+        os.environ["SSL_CERT_FILE"] = str(running.ca_file)
+        try:
+            yield running
+        finally:
+            if previous is None:
+                os.environ.pop("SSL_CERT_FILE", None)
+            else:
+                os.environ["SSL_CERT_FILE"] = previous
+    # Stopping `make prod` stopped everything it started: nothing listens any more.
+    for port in (running.port, *running.web_ports):
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> str:
+    url = os.environ.get("REDIS_URL")
+    assert url, "tests need a real Redis: run them through `make test`, which starts one"
+    return url
+
+
+@pytest.fixture(scope="module")
+def agent_tokens(layout: ProdLayout) -> list[str]:
+    env = {**os.environ, "DATABASE_URL": layout.database_url, "DJANGO_SETTINGS_MODULE": "gatehouse.settings"}
+    out = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", SETUP], cwd=ROOT, env=env, check=True, capture_output=True
+    ).stdout
+    return list(json.loads(out.decode().strip().splitlines()[-1]))
+
+
+@asynccontextmanager
+async def logged_in(layout: ProdLayout) -> AsyncIterator[httpx.AsyncClient]:
+    """Alice in a browser: the real login form over HTTPS, then CSRF-protected calls."""
+    async with httpx.AsyncClient(base_url=layout.url, verify=layout.ssl_context(), timeout=20) as browser:
+        form = await browser.get("/accounts/login/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)
+        assert form.status_code == 200 and token, form.text[:500]
+        response = await browser.post(
+            "/accounts/login/",
+            data={"username": "alice", "password": ALICE_PASSWORD, "csrfmiddlewaretoken": token.group(1)},
+            headers={"Origin": layout.url, "Referer": f"{layout.url}/accounts/login/"},
+        )
+        assert response.status_code == 302, response.text[:500]
+        assert browser.cookies.get("sessionid"), "no session cookie over HTTPS"
+        browser.headers.update({"X-CSRFToken": browser.cookies["csrftoken"], "Origin": layout.url})
+        yield browser
+
+
+async def decide(browser: httpx.AsyncClient, request_id: str, behavior: str) -> None:
+    response = await browser.post(f"/api/v1/permission-requests/{request_id}/decision", json={"behavior": behavior})
+    assert response.status_code == 200, response.text
+
+
+def dashboard(layout: ProdLayout, browser: httpx.AsyncClient) -> Any:
+    cookies = "; ".join(f"{name}={value}" for name, value in browser.cookies.items())
+    host = layout.url.removeprefix("https://")
+    return connect(
+        f"wss://{host}/ws/dashboard/",
+        additional_headers=Headers({"Cookie": cookies}),
+        origin=layout.url,  # type: ignore[arg-type]
+        ssl=layout.ssl_context(),
+        proxy=None,
+    )
+
+
+def ask(command: str) -> dict[str, Any]:
+    return {"tool_name": "Bash", "tool_input": {"command": command}, "session_id": "prod", "cwd": "/srv/project"}
+
+
+class ProdLayoutTests:
+    async def test_it_serves_logins_hooks_dashboards_and_agents_over_tls(
+        self, layout: ProdLayout, agent_tokens: list[str]
+    ) -> None:
+        async with logged_in(layout) as browser:
+            hook = await browser.post(
+                "/hooks/claude-code",
+                json={
+                    "hook_event_name": "PreToolUse",
+                    "session_id": "prod",
+                    "cwd": "/srv/project",
+                    "transcript_path": "",
+                    "permission_mode": "default",
+                    "tool_name": "Bash",
+                    "tool_input": {"command": "ls -la"},
+                    "tool_use_id": "toolu_prod_ls",
+                },
+                headers={"Authorization": f"Bearer {agent_tokens[0]}"},
+            )
+            assert hook.status_code == 200, hook.text
+            assert hook.json()["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+            board: ClientConnection
+            async with dashboard(layout, browser) as board, GatehouseClient(layout.url, agent_tokens[0]) as agent:
+                await send(board, {"type": "subscribe"})
+                await receive_until(board, of_type("snapshot"))
+                assert agent.mode == "websocket"
+                handle = await agent.submit(ask("rm -rf build"))
+                request_id = await asyncio.wait_for(handle.accepted(), 20)
+                pushed = await receive_until(board, of_type("request.created", id=request_id))
+                assert "card-pending" in pushed["html"]
+                await decide(browser, request_id, "deny")
+                decision = await asyncio.wait_for(handle.decision(), 20)
+                assert decision.behavior == "deny"
+                await receive_until(board, of_type("request.decided", id=request_id))
+
+    async def test_it_restarts_a_process_without_losing_or_doubling_an_ask(
+        self, layout: ProdLayout, agent_tokens: list[str]
+    ) -> None:
+        async with logged_in(layout) as browser:
+            clients = [GatehouseClient(layout.url, token, backoff_max=1.0) for token in agent_tokens]
+            try:
+                for client in clients:
+                    await client.start()
+                    assert client.mode == "websocket"
+                handles = await self._asks(clients, "before")
+                old_pid = layout.web_pid(1)
+                os.kill(old_pid, signal.SIGTERM)
+                # Agents keep asking while the process drains and comes back.
+                handles += await self._asks(clients, "during")
+                await self._wait_restarted(layout, old_pid)
+                handles += await self._asks(clients, "after")
+                assert not any(h.done for h in handles), "an ask was decided by the restart"
+                expected: dict[str, str] = {}
+                for n, handle in enumerate(handles):
+                    expected[str(handle.id)] = "allow" if n % 2 else "deny"
+                    await decide(browser, str(handle.id), expected[str(handle.id)])
+                heard = await asyncio.wait_for(asyncio.gather(*(h.decision() for h in handles)), 30)
+                reconnects = sum(client.reconnects for client in clients)
+            finally:
+                for client in clients:
+                    await client.close()
+        assert {d.request_id: d.behavior for d in heard} == expected
+        assert reconnects >= 1, "no agent was on the restarted process"
+        assert drained_counts(layout.log()) and max(drained_counts(layout.log())) >= 1, layout.log()[-3000:]
+        self._assert_exactly_once(layout, list(expected))
+
+    @staticmethod
+    async def _asks(clients: list[GatehouseClient], stage: str) -> list[PendingPermission]:
+        handles = [
+            await client.submit(ask(f"rm -rf {stage}/{n}/{k}"))
+            for n, client in enumerate(clients)
+            for k in range(ASKS_EACH if stage == "before" else 1)
+        ]
+        await asyncio.wait_for(asyncio.gather(*(h.accepted() for h in handles)), RESTART_TIMEOUT)
+        return handles
+
+    @staticmethod
+    async def _wait_restarted(layout: ProdLayout, old_pid: int) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RESTART_TIMEOUT
+        while loop.time() < deadline:
+            fresh = (layout.run_dir / "web-1.pid").read_text().strip() != str(old_pid)
+            if fresh and await asyncio.to_thread(layout.ready_directly, 1):
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"web1 did not come back:\n{layout.log()[-3000:]}")
+
+    @staticmethod
+    def _assert_exactly_once(layout: ProdLayout, request_ids: list[str]) -> None:
+        with psycopg.connect(layout.database_url) as conn:
+            rows = conn.execute(
+                "SELECT r.id::text, r.state, count(d.id) FROM approvals_permissionrequest r"
+                " LEFT JOIN approvals_decision d ON d.request_id = r.id"
+                " WHERE r.session_id = 'prod' AND r.tool_use_id LIKE 'gh_%%' GROUP BY r.id, r.state"
+            ).fetchall()
+        by_id = {row[0]: (row[1], row[2]) for row in rows}
+        # One request row per ask (a re-sent ask was replayed, not duplicated) ...
+        assert set(request_ids) <= set(by_id)
+        assert len([i for i in by_id if i in request_ids]) == len(request_ids)
+        # ... and one audit row each.
+        assert all(by_id[i] == ("decided", 1) for i in request_ids), by_id
