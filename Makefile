@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export DJANGO_SETTINGS_MODULE := gatehouse.settings
 
-.PHONY: run prod test lint typecheck bench bench-quick screenshots migrate clean
+.PHONY: run prod test test-all lint typecheck bench bench-quick screenshots migrate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ lint: $(VENV)/.dev-deps
 
 test: $(VENV)/.dev-deps
 	scripts/test.sh
+
+# Everything `make test` runs, plus the smoke runs of the benchmark and soak scripts.
+test-all: $(VENV)/.dev-deps
+	GATEHOUSE_TEST_ALL=1 scripts/test.sh
 
 bench: $(VENV)/.dev-deps
 	$(BIN)/python -m bench

@@ -193,3 +193,45 @@ def clean_redis(redis_url: str) -> Iterator[Any]:
     prefix = os.environ["GATEHOUSE_REDIS_PREFIX"]
     for key in client.scan_iter(f"{prefix}*"):
         client.delete(key)
+
+
+# Suites whose outcome depends on the database engine: its SQL (the audit chain's lock
+# and append-only triggers, the rules-version trigger, the monitor's aggregates, text
+# search, unique constraints), its transactions, its connection pool and its concurrency
+# (the fence, the race, long polls, crashes and restarts). `make test` runs them a second
+# time on PostgreSQL; the rest drives the same server code through the same ORM and runs
+# once, on SQLite.
+DB_ENGINE_SUITES = (
+    "tests/approvals/test_api_audit.py",
+    "tests/approvals/test_audit_before_release.py",
+    "tests/approvals/test_audit_chain.py",
+    "tests/approvals/test_api_decide.py",
+    "tests/approvals/test_api_long_poll.py",
+    "tests/approvals/test_api_rules.py",
+    "tests/approvals/test_api_submit.py",
+    "tests/approvals/test_denials_monitor.py",
+    "tests/approvals/test_events.py",
+    "tests/approvals/test_rules_cache.py",
+    "tests/approvals/test_submit_statements.py",
+    "tests/approvals/test_waiting.py",
+    "tests/relay/test_claims.py",
+    "tests/relay/test_deadlines.py",
+    "tests/relay/test_multiprocess.py",
+    "tests/relay/test_race.py",
+    "tests/reliability/",
+)
+
+# Smoke runs of the benchmark and soak scripts: they prove the scripts still run, not
+# that the product works, so `make test` leaves them to `make test-all`.
+SCRIPT_SMOKE_SUITES = (
+    "tests/bench/test_bench_smoke.py::HarnessTests",
+    "tests/reliability/test_soak_smoke.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(DB_ENGINE_SUITES):
+            item.add_marker(pytest.mark.db_engine)
+        if item.nodeid.startswith(SCRIPT_SMOKE_SUITES):
+            item.add_marker(pytest.mark.script_smoke)
