@@ -29,7 +29,9 @@ migrate: $(VENV)/.run-deps
 
 run: migrate
 	$(BIN)/python manage.py gatehouse_banner
-	$(BIN)/daphne -b $(HOST) -p $(PORT) gatehouse.asgi:application
+	@# One process on its own: it sweeps its own deadlines. Several processes run
+	@# `manage.py run_sweeper` beside them instead (docs/OPERATIONS.md).
+	GATEHOUSE_INPROCESS_SWEEPER=1 $(BIN)/daphne -b $(HOST) -p $(PORT) gatehouse.asgi:application
 
 # Caddy (TLS on PORT, default 8443) in front of WORKERS Daphne processes, the sweeper and
 # the Telegram bot under honcho. Needs DATABASE_URL and REDIS_URL. See docs/DEPLOY.md.

@@ -1,6 +1,7 @@
 """ASGI entry point: Django over HTTP, Channels over WebSocket, both served by Daphne."""
 
 import os
+from typing import Any
 
 from django.core.asgi import get_asgi_application
 
@@ -21,9 +22,13 @@ if os.environ.get("GATEHOUSE_BENCH") == "1":
 
     websocket_routes += bench_routes
 
-application = ProtocolTypeRouter(
+application: Any = ProtocolTypeRouter(
     {
         "http": HealthProbes(BodySizeLimit(django_asgi_app, settings.GATEHOUSE_MAX_BODY_BYTES)),
         "websocket": URLRouter(websocket_routes),
     }
 )
+if settings.GATEHOUSE_INPROCESS_SWEEPER:
+    from relay.sweeper import InProcessSweeper
+
+    application = InProcessSweeper(application)

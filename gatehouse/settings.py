@@ -98,8 +98,6 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Returns database connections (and pooled ones to the pool) as each request ends.
     "approvals.middleware.ReleaseConnectionsMiddleware",
-    # Starts this process's deadline sweeper on the first request (relay/sweeper.py).
-    "relay.middleware.SweeperStartMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Daphne serves no static files itself; WhiteNoise does, in development and production.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -211,6 +209,9 @@ GATEHOUSE_ASK_TIMEOUT = env_int("GATEHOUSE_ASK_TIMEOUT", 300)
 GATEHOUSE_MAX_WAIT = env_int("GATEHOUSE_MAX_WAIT", 600)
 GATEHOUSE_CLAIM_TTL_MS = env_int("GATEHOUSE_CLAIM_TTL_MS", 10_000)
 GATEHOUSE_SWEEP_INTERVAL = env_int("GATEHOUSE_SWEEP_INTERVAL", 5)
+# Deadlines are swept by `manage.py run_sweeper`, a process of its own. Only a single
+# server process with nothing beside it (`make run`) sweeps inside itself instead.
+GATEHOUSE_INPROCESS_SWEEPER = env_bool("GATEHOUSE_INPROCESS_SWEEPER")
 GATEHOUSE_DENIAL_LIMIT = env_int("GATEHOUSE_DENIAL_LIMIT", 3)
 
 # --- Classifiers (relay/classifiers.py; docs/RELAY.md) --------------------------------------

@@ -28,7 +28,7 @@ from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
 from approvals.cards import render_card_as
 from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState, Role
 from policy.errors import classify_tool_error
-from relay import drain, fanout, sweeper
+from relay import drain, fanout
 from relay import selectors as relay_selectors
 
 log = logging.getLogger(__name__)
@@ -306,7 +306,6 @@ class AgentConsumer(GatehouseConsumer):
         # Accept first: a close code reaches the client only on an open socket (closing
         # during the handshake becomes a bare HTTP 403).
         await self.accept()
-        sweeper.ensure_started()
         headers = dict(self.scope.get("headers", []))
         token = bearer_token(headers.get(b"authorization", b"").decode("latin-1"))
         agent, code = await _authenticate(token) if token else (None, CLOSE_UNAUTHENTICATED)
@@ -583,7 +582,6 @@ class DashboardConsumer(GatehouseConsumer):
         self.subscribed = False
         self.user = self.scope.get("user")
         await self.accept()
-        sweeper.ensure_started()
         if self.user is None or not self.user.is_authenticated:
             self.closing = True
             await self.send_error("unauthenticated", "log in at /accounts/login/ first")

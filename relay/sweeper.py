@@ -1,9 +1,10 @@
 """Deadlines: expire overdue pending requests, reading the database, in any process.
 
 The deadline lives on the row (`deadline_at`), not in the memory of the process that
-created the request, so a request still expires after that process died. Each server
-process runs a sweeper task (started lazily on its first WebSocket or HTTP request),
-and `manage.py run_sweeper` runs one on its own; several sweeping at once are safe
+created the request, so a request still expires after that process died.
+`manage.py run_sweeper` sweeps in a process of its own, beside the servers. A single
+server process with nothing beside it (`make run`) sweeps inside itself instead
+(`GATEHOUSE_INPROCESS_SWEEPER`, `InProcessSweeper`). Several sweepers at once are safe
 because `request_expire` goes through the same fenced update as every decision.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -59,10 +61,21 @@ def is_running() -> bool:
 def ensure_started() -> None:
     """Start this process's sweeper on the running event loop, once."""
     global _task
-    if _task is not None and not _task.done():
+    if is_running():
         return
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    _task = loop.create_task(sweep_forever())
+    _task = asyncio.get_running_loop().create_task(sweep_forever())
+
+
+class InProcessSweeper:
+    """ASGI wrapper that starts the sweeper on the server's loop with its first connection.
+
+    Daphne implements no ASGI lifespan, so the first scope of any kind (HTTP or
+    WebSocket) is the first moment this process's event loop is known to be running.
+    """
+
+    def __init__(self, application: Any) -> None:
+        self.application = application
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> Any:
+        ensure_started()
+        return await self.application(scope, receive, send)

@@ -61,6 +61,9 @@ def server_env(**extra: str) -> dict[str, str]:
         DATABASE_URL=test_database_url(),
         DJANGO_SETTINGS_MODULE="gatehouse.settings",
         PYTHONUNBUFFERED="1",
+        # Each test server stands alone, as `make run` does, so it sweeps its own
+        # deadlines; a test of the separate sweeper process passes "0".
+        GATEHOUSE_INPROCESS_SWEEPER="1",
     )
     env.update(extra)
     return env
@@ -95,3 +98,32 @@ def live_server(*, port: int | None = None, server: str = "daphne", **env: str) 
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)
+
+
+class SweeperProcess:
+    def __init__(self, process: subprocess.Popen[bytes], log_path: Path) -> None:
+        self.process = process
+        self.log_path = log_path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+@contextmanager
+def sweeper_process(interval: float = 1.0, **env: str) -> Iterator[SweeperProcess]:
+    """Run `manage.py run_sweeper` on the test database, as production runs it beside the servers."""
+    log_dir = ROOT / "var" / "test-logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"sweeper-{os.getpid()}-{id(env)}.log"
+    cmd = [sys.executable, "manage.py", "run_sweeper", "--interval", str(interval)]
+    with open(log_path, "wb") as log_file:
+        process = subprocess.Popen(cmd, cwd=ROOT, env=server_env(**env), stdout=log_file, stderr=subprocess.STDOUT)
+    try:
+        yield SweeperProcess(process, log_path)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)

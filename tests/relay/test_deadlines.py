@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from io import StringIO
 from typing import Any
 
@@ -13,10 +14,20 @@ from django.test import override_settings
 
 from approvals import services
 from approvals.models import Decision
-from tests.live import live_server
+from tests.live import live_server, sweeper_process
 from tests.relay.wsclient import agent_connect, ask_call, of_type, receive_until, send
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def wait_for_state(request: Any, state: str, timeout: float) -> bool:
+    """Re-read the request until it reaches ``state``; False if it has not within ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        request.refresh_from_db()
+        if request.state == state or time.monotonic() >= deadline:
+            return bool(request.state == state)
+        time.sleep(0.05)
 
 
 class DeadlineTests:
@@ -55,20 +66,26 @@ class DeadlineTests:
         assert frame["id"] == request_id
         assert frame["decision"]["reason"]["type"] == "timeout"
 
-    def test_the_first_http_request_starts_a_servers_sweeper(self, ci_bot: Any) -> None:
-        import time
-
+    def test_the_first_http_request_starts_a_single_servers_own_sweeper(self, ci_bot: Any) -> None:
         import httpx
 
         with override_settings(GATEHOUSE_ASK_TIMEOUT=1):
             request = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
-        with live_server(GATEHOUSE_SWEEP_INTERVAL="1") as srv:
-            httpx.get(f"{srv.url}/api/v1/health", timeout=10)  # no WebSocket at all
-            deadline = time.monotonic() + 15
-            while request.state == "pending" and time.monotonic() < deadline:
-                time.sleep(0.05)
-                request.refresh_from_db()
-        assert request.state == "expired"
+        with live_server(GATEHOUSE_SWEEP_INTERVAL="1", GATEHOUSE_INPROCESS_SWEEPER="1") as srv:
+            httpx.get(f"{srv.url}/healthz", timeout=10)  # no WebSocket at all
+            assert wait_for_state(request, "expired", timeout=15)
+
+    def test_a_server_beside_a_sweeper_process_leaves_deadlines_to_it(self, ci_bot: Any) -> None:
+        import httpx
+
+        with override_settings(GATEHOUSE_ASK_TIMEOUT=1):
+            request = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
+        with live_server(GATEHOUSE_SWEEP_INTERVAL="1", GATEHOUSE_INPROCESS_SWEEPER="0") as srv:
+            httpx.get(f"{srv.url}/healthz", timeout=10)
+            # Well past the deadline and a sweep interval: the server itself sweeps nothing.
+            assert not wait_for_state(request, "expired", timeout=4)
+            with sweeper_process() as sweeper:
+                assert wait_for_state(request, "expired", timeout=15), sweeper.log()
 
     def test_run_sweeper_expires_overdue_requests(self, ci_bot: Any) -> None:
         with override_settings(GATEHOUSE_ASK_TIMEOUT=0):
