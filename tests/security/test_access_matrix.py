@@ -237,6 +237,26 @@ def callers(
     }
 
 
+def fresh_objects(template: str, n: int, ci_bot: AgentPersona, alice: Any, default_team: Any) -> dict[str, Any]:
+    """Create, for one cell, a fresh object for each placeholder its route names (and no others)."""
+    found: dict[str, Any] = {}
+    if "{req}" in template:
+        found["req"] = services.request_submit(agent=ci_bot.agent, call={**ASK, "tool_use_id": f"m{n}"}).request.pk
+    if "{decision}" in template:
+        decided = services.request_submit(agent=ci_bot.agent, call={**ASK, "tool_use_id": f"d{n}"}).request
+        services.request_decide(request_id=decided.pk, behavior="deny", surface="api", user=alice)
+        found["decision"] = Decision.objects.get(request=decided).pk
+    if "{rule}" in template:
+        rule = Rule.objects.create(rule="Bash(make:*)", behavior="allow", source="localSettings", team=default_team)
+        found["rule"] = rule.pk
+    if "{agent}" in template:
+        found["agent"] = services.agent_create(name=f"spare-{n}", team=default_team)[0].pk
+    if "{identity}" in template:
+        identity = services.chat_identity_link(user=alice, provider="telegram", external_id=str(1000 + n))
+        found["identity"] = identity.pk
+    return found
+
+
 def actual_table(
     callers: dict[str, Callable[[], Client]], ci_bot: AgentPersona, alice: Any, default_team: Any
 ) -> dict[tuple[str, str], int]:
@@ -245,19 +265,7 @@ def actual_table(
     for name, (_, method, template, body) in CELLS.items():
         for persona in PERSONAS:
             n = next(counter)
-            request = services.request_submit(agent=ci_bot.agent, call={**ASK, "tool_use_id": f"m{n}"}).request
-            decided = services.request_submit(agent=ci_bot.agent, call={**ASK, "tool_use_id": f"d{n}"}).request
-            services.request_decide(request_id=decided.pk, behavior="deny", surface="api", user=alice)
-            rule = Rule.objects.create(rule="Bash(make:*)", behavior="allow", source="localSettings", team=default_team)
-            agent, _ = services.agent_create(name=f"spare-{n}", team=default_team)
-            identity = services.chat_identity_link(user=alice, provider="telegram", external_id=str(1000 + n))
-            path = template.format(
-                req=request.pk,
-                rule=rule.pk,
-                decision=Decision.objects.get(request=decided).pk,
-                agent=agent.pk,
-                identity=identity.pk,
-            )
+            path = template.format(**fresh_objects(template, n, ci_bot, alice, default_team))
             payload = (
                 {"ASK": {**ASK, "tool_use_id": f"s{n}"}, "HOOK": hook_body(n)}.get(body, body)
                 if isinstance(body, str)
