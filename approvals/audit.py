@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import connection
 
-from approvals.models import Decision
+from approvals.models import AuditCut, Decision
 
 GENESIS_HASH = "0" * 64
 
@@ -70,9 +70,15 @@ def lock_chain_head() -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK_KEY])
 
 
+def chain_start() -> str:
+    """The hash the live table's first row follows: the last archive cut's head, or genesis."""
+    cut = AuditCut.objects.order_by("-through_id").values_list("head_hash", flat=True).first()
+    return cut or GENESIS_HASH
+
+
 def chain_head() -> str:
     last = Decision.objects.order_by("-id").values_list("hash", flat=True).first()
-    return last or GENESIS_HASH
+    return last or chain_start()
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,8 @@ class ChainBreak:
 
 def verify_chain(batch_size: int = 2000) -> Iterator[ChainBreak]:
     """Yield every place where the stored chain disagrees with the rows' content."""
-    expected_prev = GENESIS_HASH
+    # Rows archived by `manage.py audit_archive` left a cut: the chain goes on from its head.
+    expected_prev = chain_start()
     rows = Decision.objects.order_by("id").iterator(chunk_size=batch_size)
     for decision in rows:
         if decision.prev_hash != expected_prev:

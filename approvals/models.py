@@ -341,3 +341,28 @@ class ChatIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider}:{self.external_id} → {self.user}"
+
+
+class AuditCut(models.Model):
+    """Where `manage.py audit_archive` cut the audit log: the chain goes on from `head_hash`.
+
+    Rows up to `through_id` live in the compressed JSONL file `file_name` (its SHA-256 in
+    `file_sha256`); the first live row's `prev_hash` is `head_hash`, so the archive and
+    the live table verify as one chain.
+    """
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    before = models.DateTimeField()
+    first_id = models.BigIntegerField()
+    through_id = models.BigIntegerField(unique=True)
+    rows = models.IntegerField()
+    start_hash = models.CharField(max_length=64)
+    head_hash = models.CharField(max_length=64, unique=True)
+    file_name = models.CharField(max_length=255)
+    file_sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["-through_id"]
+
+    def __str__(self) -> str:
+        return f"audit cut through decision {self.through_id} ({self.rows} rows in {self.file_name})"

@@ -338,10 +338,10 @@ def audit_row_get(decision_id: int, user: User | AnonymousUser) -> Decision | No
 
 def audit_neighbour_hash_ok(decision: Decision) -> bool:
     """Whether the row before this one ends where this row's chain link says it does."""
-    from approvals.audit import GENESIS_HASH
+    from approvals.audit import chain_start
 
     previous = Decision.objects.filter(pk__lt=decision.pk).order_by("-pk").values_list("hash", flat=True).first()
-    return decision.prev_hash == (previous or GENESIS_HASH)
+    return decision.prev_hash == (previous or chain_start())
 
 
 def recently_finished(user: User | AnonymousUser, limit: int = 10) -> QuerySet[PermissionRequest]:
