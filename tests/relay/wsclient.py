@@ -12,6 +12,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Origin
 
+from relay.frames import check_frame
 from tests.live import LiveServer
 
 T = TypeVar("T")
@@ -46,7 +47,10 @@ async def send(ws: ClientConnection, frame: dict[str, Any]) -> None:
 
 
 async def receive(ws: ClientConnection, timeout: float = TIMEOUT) -> dict[str, Any]:
-    return dict(json.loads(await asyncio.wait_for(ws.recv(), timeout)))
+    """The next frame, checked against the shape of its type (`relay.frames`)."""
+    frame = json.loads(await asyncio.wait_for(ws.recv(), timeout))
+    check_frame(frame)
+    return dict(frame)
 
 
 async def receive_until(

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
+from relay.frames import FrameShapeError, check_frame
 from tests.live import LiveServer
 
 AUDIT_UNAVAILABLE = "audit unavailable"
@@ -115,6 +116,13 @@ class AgentSocket:
     async def _read(self) -> None:
         async for raw in self.ws:
             frame = json.loads(raw)
+            try:
+                check_frame(frame)
+            except FrameShapeError as exc:  # fail every waiting submit with it, not by timeout
+                for future in self.waiting.values():
+                    if not future.done():
+                        future.set_exception(exc)
+                raise
             self.frames.append(frame)
             ref = str(frame.get("ref"))
             if frame.get("type") in ("decision", "error") and ref in self.waiting:
