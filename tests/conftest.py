@@ -204,6 +204,7 @@ def clean_redis(redis_url: str) -> Iterator[Any]:
 DB_ENGINE_SUITES = (
     "tests/approvals/test_api_audit.py",
     "tests/approvals/test_audit_before_release.py",
+    "tests/approvals/test_audit_archive.py",
     "tests/approvals/test_audit_chain.py",
     "tests/approvals/test_api_decide.py",
     "tests/approvals/test_api_long_poll.py",
