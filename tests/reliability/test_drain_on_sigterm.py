@@ -21,6 +21,7 @@ from websockets.exceptions import ConnectionClosed
 
 from approvals import services
 from approvals.models import Decision, PermissionRequest, RequestState
+from relay.frames import check_frame
 from tests.live import live_server
 from tests.reliability.clients import call
 
@@ -34,6 +35,7 @@ async def frames_until_closed(ws: ClientConnection, timeout: float = 20) -> list
         try:
             async for raw in ws:
                 frames.append(json.loads(raw))
+                check_frame(frames[-1])
         except ConnectionClosed:
             pass
 
