@@ -25,8 +25,9 @@ from channels.layers import get_channel_layer
 
 from approvals import events, selectors, services
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
+from approvals.calls import CallInvalid, parse_call
 from approvals.cards import render_card_as
-from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState, Role
+from approvals.models import Agent, Decision, PermissionRequest, RequestState, Role
 from policy.errors import classify_tool_error
 from relay import drain, fanout
 from relay import selectors as relay_selectors
@@ -53,10 +54,6 @@ CLOSE_EVENTS_LOST = 1011  # what a socket whose own channel breaks gets from the
 # `pre_tool_use_hooks` are the outputs of the agent harness's own PreToolUse hooks: the
 # harness holding the token is trusted as much as its hook configuration, and a hook
 # allow still loses to every deny and ask rule (SPEC §4 step 4).
-REQUEST_STRING_KEYS = ("tool_use_id", "session_id", "cwd", "permission_mode", "context", "transcript_path", "home")
-REQUEST_LIST_KEYS = ("additional_directories", "permission_suggestions", "pre_tool_use_hooks")
-REQUEST_KEYS = frozenset(("tool_name", "tool_input", *REQUEST_LIST_KEYS, *REQUEST_STRING_KEYS))
-MAX_HOOK_OUTPUTS = 20
 
 
 def db(func: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
@@ -230,29 +227,10 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
 def _validated_call(request: Any) -> dict[str, Any]:
     if not isinstance(request, dict):
         raise FrameError("invalid_frame", '"permission_request" needs "request": an object with "tool_name"')
-    unknown = sorted(set(request) - REQUEST_KEYS)
-    if unknown:
-        raise FrameError("invalid_request", f"unknown request fields {unknown}; allowed: {sorted(REQUEST_KEYS)}")
-    if not isinstance(request.get("tool_name"), str) or not request["tool_name"].strip():
-        raise FrameError("invalid_request", '"request.tool_name" must be a non-empty string')
-    if not isinstance(request.get("tool_input", {}), dict):
-        raise FrameError("invalid_request", '"request.tool_input" must be an object')
-    for key in REQUEST_STRING_KEYS:
-        if key in request and not isinstance(request[key], str):
-            raise FrameError("invalid_request", f'"request.{key}" must be a string')
-    if request.get("permission_mode", "default") not in Mode.values:
-        raise FrameError("invalid_request", f'"request.permission_mode" must be one of {Mode.values}')
-    if request.get("context", "interactive") not in Context.values:
-        raise FrameError("invalid_request", f'"request.context" must be one of {Context.values}')
-    for key in REQUEST_LIST_KEYS:
-        if not isinstance(request.get(key, []), list):
-            raise FrameError("invalid_request", f'"request.{key}" must be a list')
-    hooks = request.get("pre_tool_use_hooks", [])
-    if len(hooks) > MAX_HOOK_OUTPUTS or not all(isinstance(hook, dict) for hook in hooks):
-        raise FrameError("invalid_request", f'"request.pre_tool_use_hooks" must be up to {MAX_HOOK_OUTPUTS} objects')
-    if len(request.get("tool_use_id", "")) > 200 or len(request.get("session_id", "")) > 200:
-        raise FrameError("invalid_request", '"tool_use_id" and "session_id" are limited to 200 characters')
-    return dict(request)
+    try:
+        return parse_call(request)
+    except CallInvalid as exc:
+        raise FrameError("invalid_request", f"request: {exc}") from None
 
 
 # What `policy.errors.classify_tool_error` produces agent-side: "ENOENT"-style codes and

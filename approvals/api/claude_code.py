@@ -47,6 +47,7 @@ from approvals import selectors, services
 from approvals.api.errors import DATABASE_UNAVAILABLE
 from approvals.audit import input_hash
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
+from approvals.calls import CallInvalid, parse_call
 from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState
 from approvals.waiting import wait_for_decision
 
@@ -155,7 +156,7 @@ def parse_hook_input(body: Any) -> HookCall | None:
         raise HookInputError("permission_suggestions must be a list")
     mode = body.get("permission_mode") or Mode.DEFAULT
     error = body.get("error", "")
-    return HookCall(
+    call = HookCall(
         event=event,
         tool_name=_text(body, "tool_name", limit=200, required=True),
         tool_input=tool_input,
@@ -169,6 +170,13 @@ def parse_hook_input(body: Any) -> HookCall | None:
         tool_response=body.get("tool_response"),
         error=error if isinstance(error, str) else json.dumps(error),
     )
+    if event in DECIDING_EVENTS:
+        # What is submitted meets the same spec as a call from the API or the socket.
+        try:
+            parse_call(call.submission(Context.INTERACTIVE))
+        except CallInvalid as exc:
+            raise HookInputError(str(exc)) from None
+    return call
 
 
 def parse_options(query: Any) -> HookOptions:

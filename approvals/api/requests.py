@@ -33,7 +33,8 @@ from approvals.api.shapes import (
     RequestOutputSerializer,
 )
 from approvals.auth import agent_of
-from approvals.models import Context, Decision, Mode, PermissionRequest, RequestState, Role
+from approvals.calls import ToolCallSerializer
+from approvals.models import Decision, PermissionRequest, RequestState, Role
 
 WAIT_PARAMETER = OpenApiParameter(
     "wait",
@@ -96,38 +97,8 @@ def visible_request(request: Request, request_id: uuid.UUID) -> PermissionReques
 class PermissionRequestSubmitApi(ApiView):
     permission_classes = [IsAgent]
 
-    class InputSerializer(StrictSerializer):
-        tool_name = serializers.CharField(max_length=200)
-        tool_input = serializers.JSONField(required=False, default=dict)
-        tool_use_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
-        session_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-        cwd = serializers.CharField(max_length=4096, required=False, allow_blank=True, default="")
-        permission_mode = serializers.ChoiceField(choices=Mode.choices, required=False)
-        context = serializers.ChoiceField(choices=Context.choices, required=False)  # type: ignore[assignment]
-        transcript_path = serializers.CharField(max_length=4096, required=False, allow_blank=True, default="")
-        additional_directories = serializers.ListField(
-            child=serializers.CharField(max_length=4096), required=False, max_length=100
-        )
-        permission_suggestions = serializers.ListField(child=serializers.JSONField(), required=False, max_length=100)
-        pre_tool_use_hooks = serializers.ListField(child=serializers.DictField(), required=False, max_length=20)
-        home = serializers.CharField(max_length=4096, required=False)
-
-        class Meta:
-            ref_name = "PermissionRequestSubmit"
-
-        def validate_tool_input(self, value: Any) -> dict[str, Any]:
-            if not isinstance(value, dict):
-                raise serializers.ValidationError("tool_input must be a JSON object")
-            without_nul(value)
-            return value
-
-        def validate_permission_suggestions(self, value: list[Any]) -> list[Any]:
-            without_nul(value, "permission_suggestions")
-            return value
-
-        def validate_pre_tool_use_hooks(self, value: list[Any]) -> list[Any]:
-            without_nul(value, "pre_tool_use_hooks")
-            return value
+    # The one spec of a call, shared with the agent socket and the Claude Code hook.
+    InputSerializer = ToolCallSerializer
 
     @extend_schema(
         operation_id="permission_requests_submit",

@@ -1,0 +1,78 @@
+"""One proposed tool call, validated the same way whichever door it came in by.
+
+The REST submit, the agent WebSocket's `permission_request` and the Claude Code hook
+endpoint all hand `services.request_submit` a call checked by `ToolCallSerializer`,
+so a limit or a check added here holds on every entry point at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from approvals.api.common import StrictSerializer, without_nul
+from approvals.models import Context, Mode
+
+MAX_HOOK_OUTPUTS = 20
+
+
+class CallInvalid(ValueError):
+    """The call cannot be submitted; the message names each field and what is wrong."""
+
+
+class ToolCallSerializer(StrictSerializer):
+    tool_name = serializers.CharField(max_length=200)
+    tool_input = serializers.JSONField(required=False, default=dict)
+    tool_use_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    session_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    cwd = serializers.CharField(max_length=4096, required=False, allow_blank=True, default="")
+    permission_mode = serializers.ChoiceField(choices=Mode.choices, required=False)
+    context = serializers.ChoiceField(choices=Context.choices, required=False)  # type: ignore[assignment]
+    transcript_path = serializers.CharField(max_length=4096, required=False, allow_blank=True, default="")
+    additional_directories = serializers.ListField(
+        child=serializers.CharField(max_length=4096), required=False, max_length=100
+    )
+    permission_suggestions = serializers.ListField(child=serializers.JSONField(), required=False, max_length=100)
+    pre_tool_use_hooks = serializers.ListField(
+        child=serializers.DictField(), required=False, max_length=MAX_HOOK_OUTPUTS
+    )
+    home = serializers.CharField(max_length=4096, required=False)
+
+    class Meta:
+        ref_name = "PermissionRequestSubmit"
+
+    def validate_tool_input(self, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("tool_input must be a JSON object")
+        without_nul(value)
+        return value
+
+    def validate_permission_suggestions(self, value: list[Any]) -> list[Any]:
+        without_nul(value, "permission_suggestions")
+        return value
+
+    def validate_pre_tool_use_hooks(self, value: list[Any]) -> list[Any]:
+        without_nul(value, "pre_tool_use_hooks")
+        return value
+
+
+def parse_call(data: Any) -> dict[str, Any]:
+    """Validate a call for `services.request_submit`, or raise CallInvalid saying what to fix."""
+    if not isinstance(data, dict):
+        raise CallInvalid('the call must be a JSON object with "tool_name"')
+    serializer = ToolCallSerializer(data=data)
+    if not serializer.is_valid():
+        raise CallInvalid(error_sentence(serializer.errors))
+    return dict(serializer.validated_data)
+
+
+def error_sentence(errors: Any, where: str = "") -> str:
+    """DRF's nested error dict as one line a person or a model can act on."""
+    if isinstance(errors, dict):
+        return "; ".join(
+            error_sentence(value, f"{where}.{key}" if where else str(key)) for key, value in errors.items()
+        )
+    if isinstance(errors, list):
+        return "; ".join(error_sentence(value, where) for value in errors)
+    return f"{where}: {errors}" if where else str(errors)
