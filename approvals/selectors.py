@@ -16,6 +16,7 @@ from django.db.models.lookups import GreaterThan, LessThanOrEqual
 from django.utils import timezone
 
 import policy
+from approvals.engine_input import engine_input, engine_rule_items
 from approvals.models import (
     INDEXED_RULE_CHARS,
     Agent,
@@ -491,46 +492,10 @@ def sessions_in_denial_loops(user: User | AnonymousUser, since: datetime, *, lim
 # --- rules: what the engine would say -----------------------------------------------------
 
 
-def _rule_items(rules: list[Rule]) -> list[dict[str, Any]]:
-    return [
-        {
-            "rule": r.rule,
-            "behavior": r.behavior,
-            "source": r.source,
-            **({"expires_at": r.expires_at.isoformat()} if r.expires_at else {}),
-        }
-        for r in rules
-    ]
-
-
 def rules_explain(*, team: Team, agent: Agent | None, call: dict[str, Any]) -> dict[str, Any]:
-    """Dry-run the engine on one call with the team's rules; nothing is stored.
-
-    - With an agent, exactly the rules its calls get (scope, expiry); without, the team's
-      unexpired rules of scope "everyone".
-    """
-    import policy
-
-    session_id = str(call.get("session_id", ""))
-    cwd = str(call.get("cwd", ""))
-    if agent is not None:
-        rules = rules_applying_to(agent=agent, session_id=session_id, cwd=cwd)
-    else:
-        now = timezone.now()
-        rules = list(
-            Rule.objects.filter(team=team, scope=RuleScope.GLOBAL).filter(
-                Q(expires_at__isnull=True) | Q(expires_at__gt=now)
-            )
-        )
-    doc = {
-        "tool_name": call["tool_name"],
-        "tool_input": call.get("tool_input", {}),
-        "cwd": cwd,
-        "mode": call.get("mode") or (agent.default_mode if agent else "default"),
-        "context": call.get("context") or "interactive",
-        "session_id": session_id,
-    }
-    return policy.decide(doc, rules=policy.compile_rules(_rule_items(rules))).to_dict()
+    """Dry-run the engine on one call with the team's rules, as `explain_call` does; stores nothing."""
+    verdict, _ = explain_call(team_id=team.pk, agent=agent, call=call, extra_rules=[])
+    return verdict.to_dict()
 
 
 def rules_lint(rules: list[Rule]) -> list[Any]:
@@ -539,29 +504,25 @@ def rules_lint(rules: list[Rule]) -> list[Any]:
         from policy.lint import lint_rules
     except ImportError:
         return []
-    return list(lint_rules(_rule_items(rules)))
+    return list(lint_rules(engine_rule_items(rules)))
 
 
 # --- explain ----------------------------------------------------------------------------
 
 
 def explain_call(
-    *, team_id: int, agent: Agent | None, doc: dict[str, Any], extra_rules: list[dict[str, Any]]
+    *, team_id: int, agent: Agent | None, call: dict[str, Any], extra_rules: list[dict[str, Any]]
 ) -> tuple[Any, list[Rule]]:
-    """Run the engine as a dry run with the team's rules (plus `extra_rules`); writes nothing."""
-    rules = team_rules_applying(
-        team_id=team_id, agent=agent, session_id=str(doc.get("session_id", "")), cwd=str(doc.get("cwd", ""))
-    )
-    items = [
-        {
-            "rule": r.rule,
-            "behavior": r.behavior,
-            "source": r.source,
-            **({"expires_at": r.expires_at.isoformat()} if r.expires_at else {}),
-        }
-        for r in rules
-    ]
-    compiled = policy.compile_rules(items + extra_rules)
+    """Run the engine as a dry run with the team's rules (plus `extra_rules`); writes nothing.
+
+    - `call` in the submit vocabulary; its input is built as submit builds it
+      (`engine_input`), with the agent's registered mode capping the requested one.
+    - Pre-decision providers (webhooks, the classifier) are not called: a dry run makes
+      no network call on anyone's behalf.
+    """
+    doc = engine_input(call, registered_mode=agent.default_mode if agent else None)
+    rules = team_rules_applying(team_id=team_id, agent=agent, session_id=doc["session_id"], cwd=doc["cwd"])
+    compiled = policy.compile_rules(engine_rule_items(rules) + extra_rules)
     return policy.decide(doc, rules=compiled), rules
 
 

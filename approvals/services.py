@@ -28,6 +28,7 @@ from django.utils import timezone
 import policy
 from approvals import events, selectors
 from approvals.audit import chain_head, input_hash, lock_chain_head, row_hash
+from approvals.engine_input import engine_input, engine_rule_items
 from approvals.extensions import Claim, ClaimStore, PreDecisionWork, registry
 from approvals.models import (
     Agent,
@@ -234,17 +235,7 @@ def _check_scope(scope: str, agent: Agent | None, project_path: str, session_id:
 
 
 def _compiled(rules: list[Rule]) -> policy.CompiledRules:
-    return policy.compile_rules(
-        [
-            {
-                "rule": r.rule,
-                "behavior": r.behavior,
-                "source": r.source,
-                **({"expires_at": r.expires_at.isoformat()} if r.expires_at else {}),
-            }
-            for r in rules
-        ]
-    )
+    return policy.compile_rules(engine_rule_items(rules))
 
 
 @dataclass
@@ -288,51 +279,8 @@ def compiled_rules_for(agent: Agent, session_id: str, cwd: str) -> tuple[policy.
 # --- requests ---------------------------------------------------------------------------
 
 
-# How much each mode lets through without a person; an agent may ask for a mode at most
-# as permissive as the one it was registered with.
-MODE_LATITUDE = {"dontAsk": 0, "plan": 0, "default": 1, "acceptEdits": 2, "auto": 3, "bypassPermissions": 4}
-
-
-def effective_mode(requested: str | None, registered: str) -> str:
-    """The agent's requested mode, unless it is more permissive than its registration."""
-    if not requested or requested not in MODE_LATITUDE:
-        return registered
-    return requested if MODE_LATITUDE[requested] <= MODE_LATITUDE.get(registered, 1) else registered
-
-
-def agent_hook_outputs(outputs: list[Any]) -> list[Any]:
-    """Hook results the agent reports may deny, ask or rewrite input, but never allow.
-
-    The agent is the party being gated: a reported `allow` would let it approve itself.
-    """
-    stricter = []
-    for output in outputs:
-        if not isinstance(output, dict):
-            continue
-        output = dict(output)
-        nested = output.get("hookSpecificOutput")
-        if isinstance(nested, dict) and nested.get("permissionDecision") == "allow":
-            output["hookSpecificOutput"] = {k: v for k, v in nested.items() if k != "permissionDecision"}
-        if output.get("permissionDecision") == "allow":
-            del output["permissionDecision"]
-        stricter.append(output)
-    return stricter
-
-
 def _engine_input(agent: Agent, call: dict[str, Any], denial_state: dict[str, Any] | None) -> dict[str, Any]:
-    doc = {
-        "tool_name": call["tool_name"],
-        "tool_input": call.get("tool_input", {}),
-        "cwd": call.get("cwd", ""),
-        "additional_directories": call.get("additional_directories", []),
-        "mode": effective_mode(call.get("permission_mode"), agent.default_mode),
-        "context": call.get("context") or "interactive",
-        "session_id": call.get("session_id", ""),
-        "pre_tool_use_hooks": agent_hook_outputs(list(call.get("pre_tool_use_hooks", []))),
-    }
-    if call.get("home"):
-        doc["home"] = call["home"]
-    doc["denial_state"] = denial_state or {}
+    doc = engine_input(call, registered_mode=agent.default_mode, denial_state=denial_state)
     doc.update(_run_pre_decision(doc, agent.team_id))
     return doc
 

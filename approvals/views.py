@@ -412,7 +412,8 @@ def rules_explain(request: HttpRequest) -> HttpResponse:
         if team is None:
             form.add_error(None, "You belong to no team, so there are no rules to explain against.")
         else:
-            call = {k: data.get(k) for k in ("tool_name", "tool_input", "cwd", "mode", "session_id")}
+            call = {k: data.get(k) for k in ("tool_name", "tool_input", "cwd", "session_id")}
+            call["permission_mode"] = data.get("mode")
             explained = selectors.rules_explain(team=team, agent=agent, call=call)
             explained["reason_json"] = json.dumps(explained.get("reason"), indent=2, sort_keys=True)
     status = 400 if form.is_bound and form.errors else 200

@@ -289,15 +289,16 @@ class RuleExplainApi(ApiView):
     def post(self, request: Request) -> Response:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        doc = dict(serializer.validated_data)
-        team = self._team(request, doc.pop("team", None))
-        agent = agent_named(team, doc.pop("agent", None))
-        extra = doc.pop("rules")
+        call = dict(serializer.validated_data)
+        team = self._team(request, call.pop("team", None))
+        agent = agent_named(team, call.pop("agent", None))
+        extra = call.pop("rules")
+        call["permission_mode"] = call.pop("mode")
         try:
             policy.compile_rules(extra)
         except (policy.RuleSyntaxError, ValueError, TypeError, KeyError) as exc:
             raise exceptions.ValidationError({"rules": [f"invalid rule: {exc}"]}) from None
-        verdict, considered = selectors.explain_call(team_id=team.pk, agent=agent, doc=doc, extra_rules=extra)
+        verdict, considered = selectors.explain_call(team_id=team.pk, agent=agent, call=call, extra_rules=extra)
         data = verdict.to_dict()
         data.pop("denial_state", None)
         data.pop("tool_input", None)
