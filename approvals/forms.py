@@ -21,9 +21,11 @@ SOURCE_ORDER = [
     RuleSource.CLI_ARG,
     RuleSource.COMMAND,
     RuleSource.SESSION,
+    RuleSource.AUTOPILOT,
 ]
 # policySettings is the organisation's managed policy: nobody edits it from a browser.
-EDITABLE_SOURCES = [s for s in SOURCE_ORDER if s != RuleSource.POLICY_SETTINGS]
+# Autopilot rules are made only by the autopilot (a person revokes them, never writes them).
+EDITABLE_SOURCES = [s for s in SOURCE_ORDER if s not in (RuleSource.POLICY_SETTINGS, RuleSource.AUTOPILOT)]
 
 
 class DecideForm(forms.Form):

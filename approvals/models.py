@@ -250,6 +250,12 @@ class RuleSource(models.TextChoices):
     CLI_ARG = "cliArg", "cliArg"
     COMMAND = "command", "command"
     SESSION = "session", "session"
+    # Saved by Gatehouse itself after repeated approvals; the weakest source (docs/POLICY.md).
+    AUTOPILOT = "autopilot", "autopilot"
+
+
+# What a person may write; autopilot rules are only ever made by the autopilot.
+PERSON_SOURCES = [(value, label) for value, label in RuleSource.choices if value != RuleSource.AUTOPILOT]
 
 
 class RuleBehavior(models.TextChoices):
@@ -290,6 +296,23 @@ class Rule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.behavior} {self.rule} ({self.source})"
+
+
+class AutopilotSetting(models.Model):
+    """A team's autopilot (off unless a person turns it on): when it saves a trial rule."""
+
+    team = models.OneToOneField(Team, on_delete=models.CASCADE, primary_key=True, related_name="autopilot")
+    enabled = models.BooleanField(default=False)
+    # Approvals of one narrow pattern, from this many distinct sessions, with no denial.
+    approvals = models.PositiveSmallIntegerField(default=5)
+    # How long a rule it saves lives before it must be earned again.
+    trial_hours = models.PositiveIntegerField(default=24)
+    # How far back the evidence (approvals, and denials that forbid it) is read.
+    window_days = models.PositiveSmallIntegerField(default=30)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"autopilot of team {self.team_id}: {'on' if self.enabled else 'off'}"
 
 
 class RulesVersion(models.Model):

@@ -20,6 +20,7 @@ from approvals.engine_input import engine_input, engine_rule_items
 from approvals.models import (
     INDEXED_RULE_CHARS,
     Agent,
+    AutopilotSetting,
     ChatIdentity,
     Decision,
     Membership,
@@ -29,6 +30,7 @@ from approvals.models import (
     Role,
     Rule,
     RuleScope,
+    RuleSource,
     RulesVersion,
     SessionDenials,
     Team,
@@ -194,11 +196,16 @@ def team_rules(team_id: int, version: str = "") -> TeamRules:
     """Every unexpired rule of the team in one query, labelled with the `version` read before it."""
     now = timezone.now()
     rows = Rule.objects.filter(team_id=team_id).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+    return indexed_rules(list(rows.order_by("id")), version)
+
+
+def indexed_rules(rules: list[Rule], version: str = "") -> TeamRules:
+    """Rules (saved, or a draft's unsaved ones) indexed by scope, as `team_rules` indexes them."""
     everyone: list[Rule] = []
     by_agent: dict[int, list[Rule]] = {}
     by_session: dict[str, list[Rule]] = {}
     project: list[Rule] = []
-    for rule in rows.order_by("id"):
+    for rule in rules:
         if rule.scope == RuleScope.GLOBAL:
             everyone.append(rule)
         elif rule.scope == RuleScope.AGENT and rule.agent_id is not None:
@@ -219,6 +226,32 @@ def rules_visible_to(user: User | AnonymousUser) -> QuerySet[Rule]:
     teams = team_ids_for(user)
     queryset = Rule.objects.select_related("created_by", "agent", "team")
     return queryset if teams is None else queryset.filter(team_id__in=teams)
+
+
+def rules_of_team(team_id: int) -> QuerySet[Rule]:
+    """Every rule of one team, expired or not, with the agent it names."""
+    return Rule.objects.filter(team_id=team_id).select_related("agent").order_by("id")
+
+
+def autopilot_setting(team: Team) -> AutopilotSetting:
+    """The team's autopilot setting; the default (off) when it was never set."""
+    return AutopilotSetting.objects.filter(team=team).first() or AutopilotSetting(team=team)
+
+
+def autopilot_rules(team_ids: list[int] | None) -> QuerySet[Rule]:
+    """Unexpired autopilot rules of these teams (None: every team), newest first."""
+    now = timezone.now()
+    rules = Rule.objects.filter(source=RuleSource.AUTOPILOT).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+    rules = rules if team_ids is None else rules.filter(team_id__in=team_ids)
+    return rules.select_related("team", "agent", "created_by").order_by("-id")
+
+
+def autopilot_approvals(user: User | AnonymousUser, limit: int = 20) -> QuerySet[Decision]:
+    """The newest calls the autopilot allowed, in the person's teams: its feed."""
+    teams = team_ids_for(user)
+    rows = Decision.objects.filter(rule_source=RuleSource.AUTOPILOT)
+    rows = rows if teams is None else rows.filter(team_id__in=teams)
+    return rows.select_related("agent", "request").order_by("-created_at", "-id")[:limit]
 
 
 def rule_get(rule_id: int) -> Rule | None:

@@ -26,12 +26,14 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 import policy
-from approvals import events, selectors
+import policy.learning
+from approvals import events, learning, selectors
 from approvals.audit import chain_head, input_hash, lock_chain_head, row_hash
 from approvals.engine_input import engine_input, engine_rule_items
 from approvals.extensions import Claim, ClaimStore, PreDecisionWork, registry
 from approvals.models import (
     Agent,
+    AutopilotSetting,
     ChatIdentity,
     Decision,
     Membership,
@@ -205,6 +207,22 @@ def rule_create(
         created_by=created_by,
         note=note,
     )
+
+
+def rule_validate(
+    *,
+    rule: str,
+    behavior: str,
+    source: str,
+    scope: str = RuleScope.GLOBAL,
+    agent: Agent | None = None,
+    project_path: str = "",
+    session_id: str = "",
+) -> str:
+    """Check a rule as `rule_create` would, saving nothing (a what-if draft); its normalised text."""
+    text = _validated_rule(rule, behavior, source)
+    _check_scope(scope, agent, project_path, session_id)
+    return text
 
 
 def rule_update(*, rule: Rule, rule_text: str | None = None, **changes: Any) -> Rule:
@@ -469,8 +487,9 @@ def _save_denial_state(agent: Agent, session_id: str, state: dict[str, Any]) -> 
 
 
 def _engine_decider(reason: dict[str, Any]) -> str:
-    # "rule Bash(git status)", "mode dontAsk", "other unknownTool": what, not just which kind.
-    kind = reason.get("type", "other")
+    # "rule Bash(git status)", "mode dontAsk", "other unknownTool": what, not just which kind;
+    # "autopilot Bash(npm run test:*)" for an approval the autopilot made.
+    kind = "autopilot" if reason.get("source") == RuleSource.AUTOPILOT else reason.get("type", "other")
     name = (
         reason.get("rule")
         or reason.get("hook")
@@ -572,7 +591,7 @@ def request_decide(
         # The holder neither finished nor let go in time (it may have died): the
         # database fence below still lets only one of us decide.
     try:
-        return _decide_fenced(
+        result = _decide_fenced(
             request_id,
             loaded=loaded,
             claim=claim,
@@ -589,6 +608,9 @@ def request_decide(
     finally:
         if claim is not None:
             claim.release()
+    if result.won and reason_type == "user" and behavior == "allow":
+        _autopilot_after_allow(result.request)
+    return result
 
 
 HOLDER_WAIT_SECONDS = 2.0
@@ -656,6 +678,8 @@ def _decide_fenced(
                 reason["saved_rule"] = _remember(request, remember, remember_hours, user)
             if behavior == "deny" and not message:
                 message = f"Denied by {decided_by} via {surface}. Do not retry this call; try another approach."
+            if behavior == "deny" and reason["type"] == "user":
+                reason.update(_autopilot_demote(request))
             decision = _append_decision(
                 request,
                 behavior=behavior,
@@ -791,3 +815,90 @@ def chat_identity_link(*, user: Any, provider: str, external_id: str) -> ChatIde
 def chat_identity_unlink(*, user: Any, identity_id: int) -> bool:
     deleted, _ = ChatIdentity.objects.filter(pk=identity_id, user=user).delete()
     return deleted > 0
+
+
+# --- autopilot --------------------------------------------------------------------------
+
+AUTOPILOT_LIMITS = {"approvals": (2, 100), "trial_hours": (1, 24 * 30), "window_days": (1, 365)}
+
+
+def autopilot_configure(*, team: Team, enabled: bool, **limits: int | None) -> AutopilotSetting:
+    """Turn a team's autopilot on or off; `approvals`, `trial_hours`, `window_days` as given."""
+    setting, _ = AutopilotSetting.objects.get_or_create(team=team)
+    setting.enabled = enabled
+    for name, value in limits.items():
+        if name not in AUTOPILOT_LIMITS:
+            raise ServiceError(f"unknown autopilot setting {name!r}")
+        low, high = AUTOPILOT_LIMITS[name]
+        if value is not None and not low <= value <= high:
+            raise ServiceError(f"{name} must be between {low} and {high}, not {value}")
+        if value is not None:
+            setattr(setting, name, value)
+    setting.save()
+    return setting
+
+
+def _autopilot_demote(request: PermissionRequest) -> dict[str, Any]:
+    """A person denied this call: delete every autopilot rule that would allow it.
+
+    Runs inside the deny's transaction, so no later call meets the rule once the deny
+    has committed. Returns what to add to the deny's audit reason.
+    """
+    rules = list(Rule.objects.filter(team_id=request.team_id, source=RuleSource.AUTOPILOT))
+    if not rules:
+        return {}
+    doc = learning.request_engine_input(request)
+    demoted = [r for r in rules if policy.learning.rule_decides(r.rule, "allow", doc)]
+    Rule.objects.filter(pk__in=[r.pk for r in demoted]).delete()
+    return {"demoted_autopilot": [r.rule for r in demoted]} if demoted else {}
+
+
+def _autopilot_after_allow(request: PermissionRequest) -> None:
+    # The person's allow has committed and been announced: a failure here may cost the
+    # autopilot a promotion, never the decision, so it is logged and not raised.
+    try:
+        autopilot_consider(request=request)
+    except DatabaseError as exc:
+        log.error("autopilot could not consider request %s: %s", request.pk, exc)
+
+
+def autopilot_consider(*, request: PermissionRequest) -> Rule | None:
+    """After a person allowed this call, save its narrow pattern as an autopilot rule if earned.
+
+    - Only for a team that turned the autopilot on; the rule lives `trial_hours`.
+    - Earned: `approvals` allows of exactly this pattern from as many sessions, none
+      destructive, no denial in the window that the rule would allow.
+    - Never for a destructive call, and never when the rule would not decide the call
+      itself: a protected path, or a deny or ask rule (a policySettings one reserving the
+      call for a person) still wins over it, so such a pattern is never saved.
+    """
+    setting = AutopilotSetting.objects.filter(team_id=request.team_id, enabled=True).first()
+    evaluation = request.evaluation or {}
+    rule = policy.learning.narrow_rule(evaluation.get("suggested_rules") or [])
+    if setting is None or rule is None or evaluation.get("destructive_warning"):
+        return None
+    now = timezone.now()
+    live = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+    if Rule.objects.filter(live, team_id=request.team_id, source=RuleSource.AUTOPILOT, rule=rule).exists():
+        return None
+    calls = learning.answered_calls(request.team_id, now - timedelta(days=setting.window_days), now)
+    evidence = policy.learning.autopilot_ready(rule, calls, approvals=setting.approvals)
+    if evidence is None or not _autopilot_decides(request, rule):
+        return None
+    until = now + timedelta(hours=setting.trial_hours)
+    note = (
+        f"Autopilot: {evidence.calls} approvals in {evidence.sessions} sessions by {evidence.people} "
+        f"people, no denial; on trial until {until:%Y-%m-%d %H:%M} UTC."
+    )
+    return rule_create(
+        rule=rule, behavior="allow", source=RuleSource.AUTOPILOT, team=request.team, expires_at=until, note=note
+    )
+
+
+def _autopilot_decides(request: PermissionRequest, rule: str) -> bool:
+    """Whether, with the team's rules plus `rule`, the call would be allowed by `rule` itself."""
+    doc = learning.request_engine_input(request)
+    compiled, _ = compiled_rules_for(request.agent, doc["session_id"], doc["cwd"])
+    candidate = policy.compile_rules([{"rule": rule, "behavior": "allow", "source": RuleSource.AUTOPILOT}])
+    verdict = policy.decide(doc, rules=compiled.merged(candidate))
+    return verdict.behavior == "allow" and verdict.reason.get("source") == RuleSource.AUTOPILOT

@@ -29,6 +29,7 @@ FIGURES: dict[int, str] = {
     5: "bench.fig_push",
     7: "bench.fig_scale",
     8: "bench.fig_audit",
+    9: "bench.fig_whatif",
 }
 
 

@@ -280,6 +280,8 @@ SPECTACULAR_SETTINGS = {
         "DecisionBehaviorEnum": ["allow", "deny"],
         "RuleBehaviorEnum": "approvals.models.RuleBehavior",
         "PermissionModeEnum": "approvals.models.Mode",
+        "RuleSourceEnum": "approvals.models.RuleSource",
+        "PersonRuleSourceEnum": "approvals.models.PERSON_SOURCES",
     },
 }
 

@@ -14,7 +14,7 @@ import policy
 from approvals import selectors, services
 from approvals.api.common import ApiView, IsPerson, QuerySerializer, StrictSerializer, without_nul
 from approvals.api.shapes import ErrorSerializer
-from approvals.models import Context, Mode, Role, Rule, RuleBehavior, RuleScope, RuleSource, Team
+from approvals.models import PERSON_SOURCES, Context, Mode, Role, Rule, RuleBehavior, RuleScope, RuleSource, Team
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
 
@@ -44,7 +44,7 @@ class RuleInputSerializer(StrictSerializer):
     rule = serializers.CharField(max_length=4096, help_text="Claude Code syntax, e.g. `Bash(git commit:*)`.")
     behavior = serializers.ChoiceField(choices=RuleBehavior.choices)
     source = serializers.ChoiceField(  # type: ignore[assignment]
-        choices=RuleSource.choices, default=RuleSource.LOCAL_SETTINGS
+        choices=PERSON_SOURCES, default=RuleSource.LOCAL_SETTINGS
     )
     scope = serializers.ChoiceField(choices=RuleScope.choices, default=RuleScope.GLOBAL)
     agent = serializers.CharField(
@@ -97,6 +97,21 @@ def agent_named(team: Team, name: str | None) -> Any:
     if agent is None:
         raise exceptions.ValidationError({"agent": [f"no agent {name!r} in team {team.name!r}"]})
     return agent
+
+
+def team_for_read(request: Request, name: str | None) -> Team:
+    """The team whose rules a dry run uses: the named one you belong to, else your only team."""
+    if name:
+        team = selectors.team_by_name(name)
+        if team is None or not selectors.can_see(request.user, team.pk):
+            raise exceptions.ValidationError({"team": [f"no team {name!r} that you belong to"]})
+        return team
+    if request.user.is_superuser:
+        return services.default_team()
+    teams = list(selectors.teams_for(request.user)[:2])
+    if len(teams) != 1:
+        raise exceptions.ValidationError({"team": ["name the team whose rules to use"]})
+    return teams[0]
 
 
 def visible_rule(request: Request, rule_id: int) -> Rule:
@@ -290,7 +305,7 @@ class RuleExplainApi(ApiView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         call = dict(serializer.validated_data)
-        team = self._team(request, call.pop("team", None))
+        team = team_for_read(request, call.pop("team", None))
         agent = agent_named(team, call.pop("agent", None))
         extra = call.pop("rules")
         call["permission_mode"] = call.pop("mode")
@@ -304,16 +319,3 @@ class RuleExplainApi(ApiView):
         data.pop("tool_input", None)
         data["rules_considered"] = RuleOutputSerializer(considered, many=True).data
         return Response(data)
-
-    def _team(self, request: Request, name: str | None) -> Team:
-        if name:
-            team = selectors.team_by_name(name)
-            if team is None or not selectors.can_see(request.user, team.pk):
-                raise exceptions.ValidationError({"team": [f"no team {name!r} that you belong to"]})
-            return team
-        teams = list(selectors.teams_for(request.user)[:2])
-        if request.user.is_superuser and not name:
-            return services.default_team()
-        if len(teams) != 1:
-            raise exceptions.ValidationError({"team": ["name the team whose rules to use"]})
-        return teams[0]

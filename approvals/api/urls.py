@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from approvals.api import audit, requests, rules, schema  # noqa: F401  (schema registers the auth scheme)
+from approvals.api import audit, learning, requests, rules, schema  # noqa: F401  (schema registers the auth scheme)
 from approvals.api.health import HealthCheckApi
 from approvals.api.longpoll import api_route
 
@@ -38,6 +38,13 @@ urlpatterns = [
         name="api-rules",
     ),
     path("rules/explain", rules.RuleExplainApi.as_view(), name="api-rules-explain"),
+    path("rules/what-if", learning.RuleWhatIfApi.as_view(), name="api-rules-what-if"),
+    path("rules/suggestions", learning.RuleSuggestionListApi.as_view(), name="api-rules-suggestions"),
+    path(
+        "rules/autopilot",
+        api_route({"get": learning.AutopilotDetailApi, "put": learning.AutopilotUpdateApi}, learning.AutopilotApi),
+        name="api-rules-autopilot",
+    ),
     path(
         "rules/<int:rule_id>",
         api_route(

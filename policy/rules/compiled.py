@@ -22,8 +22,12 @@ Behavior = Literal["allow", "deny", "ask"]
 BEHAVIORS: tuple[Behavior, ...] = ("deny", "ask", "allow")
 
 # Weakest to strongest. Settings-class order is Claude Code's; session grants are the
-# weakest, and CLI flags sit just below --settings files and managed policy.
+# weakest a person makes, and CLI flags sit just below --settings files and managed
+# policy. `autopilot` (allow rules Gatehouse saved on its own after repeated approvals)
+# is below everything a person wrote, so a reason names it only when no person's rule
+# matched: every call it names is one the autopilot approved.
 SOURCES: tuple[str, ...] = (
+    "autopilot",
     "session",
     "command",
     "userSettings",

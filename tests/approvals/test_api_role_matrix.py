@@ -40,6 +40,10 @@ rule_detail     401       401         401           403   403         200    200
 rule_update     401       401         401           403   403         403    200      404      200
 rule_delete     401       401         401           403   403         403    204      404      204
 rules_explain   401       401         401           403   403         200    200      200      200
+rules_what_if   401       401         401           403   403         200    200      200      200
+rules_suggest   401       401         401           403   403         403    200      200      200
+autopilot_get   401       401         401           403   403         403    200      200      200
+autopilot_put   401       401         401           403   403         403    200      200      200
 health          401       401         401           200   200         200    200      200      200
 schema          200       401         401           200   200         200    200      200      200
 claude_hook     401       401         401           200   200         403    403      403      403
@@ -58,6 +62,10 @@ ENDPOINTS: dict[str, tuple[str, str, Any]] = {
     "rule_update": ("patch", "/api/v1/rules/{rule}", {"note": "changed"}),
     "rule_delete": ("delete", "/api/v1/rules/{rule}", None),
     "rules_explain": ("post", "/api/v1/rules/explain", {"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+    "rules_what_if": ("post", "/api/v1/rules/what-if", {"since": "2000-01-01T00:00:00Z"}),
+    "rules_suggest": ("get", "/api/v1/rules/suggestions", None),
+    "autopilot_get": ("get", "/api/v1/rules/autopilot", None),
+    "autopilot_put": ("put", "/api/v1/rules/autopilot", {"enabled": False}),
     "health": ("get", "/api/v1/health", None),
     "schema": ("get", "/api/schema/", None),
     "claude_hook": (

@@ -75,6 +75,10 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
         "/api/v1/rules/explain",
         {"tool_name": "Bash", "tool_input": {"command": "ls"}},
     ),
+    "rules_what_if": ("api/v1/rules/what-if", "post", "/api/v1/rules/what-if", {"since": "2000-01-01T00:00:00Z"}),
+    "rules_suggestions": ("api/v1/rules/suggestions", "get", "/api/v1/rules/suggestions", None),
+    "rules_autopilot": ("api/v1/rules/autopilot", "get", "/api/v1/rules/autopilot", None),
+    "rules_autopilot_put": ("api/v1/rules/autopilot", "put", "/api/v1/rules/autopilot", {"enabled": False}),
     "rule_detail": ("api/v1/rules/<int:rule_id>", "get", "/api/v1/rules/{rule}", None),
     "rule_delete": ("api/v1/rules/<int:rule_id>", "delete", "/api/v1/rules/{rule}", None),
     "api_unknown": ("^api/", "get", "/api/v1/nope", None),
@@ -139,6 +143,10 @@ audit_csv               401       401         401           403   403         20
 rules_list              401       401         401           403   403         200    200      200      200
 rules_create            401       401         401           403   403         403    201      201      201
 rules_explain           401       401         401           403   403         200    200      200      200
+rules_what_if           401       401         401           403   403         200    200      200      200
+rules_suggestions       401       401         401           403   403         403    200      200      200
+rules_autopilot         401       401         401           403   403         403    200      200      200
+rules_autopilot_put     401       401         401           403   403         403    200      200      200
 rule_detail             401       401         401           403   403         200    200      404      200
 rule_delete             401       401         401           403   403         403    204      404      204
 api_unknown             404       404         404           404   404         404    404      404      404

@@ -1,0 +1,180 @@
+"""The autopilot: after repeated approvals it allows a narrow pattern on trial; undo is one tap."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from approvals import services
+from approvals.models import Decision, Rule, RuleSource
+from tests.conftest import AgentPersona
+
+
+@pytest.fixture
+def submit(ci_bot: AgentPersona) -> Callable[..., Any]:
+    """`submit("npm run test", session="s2")`: ci-bot proposes a call; returns the SubmitResult."""
+    counter = iter(range(100_000))
+
+    def make(command: str = "", *, session: str = "s1", **call: Any) -> Any:
+        call = {"tool_name": "Bash", "tool_input": {"command": command}, "cwd": "/tmp/proj", **call}
+        call.update(session_id=session, tool_use_id=f"toolu_{next(counter)}")
+        return services.request_submit(agent=ci_bot.agent, call=call)
+
+    return make
+
+
+@pytest.fixture
+def approve(submit: Any) -> Callable[..., Any]:
+    """`approve("npm run test", session="s2")`: ci-bot asks and Alice answers (allow by default)."""
+
+    def make(command: str = "", *, behavior: str = "allow", session: str = "s1", **call: Any) -> Any:
+        result = submit(command, session=session, **call)
+        assert result.decision is None, f"the engine should ask for {command or call}"
+        services.request_decide(request_id=result.request.pk, behavior=behavior, surface="api", decided_by="alice")
+        return result.request
+
+    return make
+
+
+def autopilot_on(approvals: int = 3, trial_hours: int = 24) -> None:
+    services.autopilot_configure(
+        team=services.default_team(), enabled=True, approvals=approvals, trial_hours=trial_hours
+    )
+
+
+def autopilot_rules() -> list[Rule]:
+    return list(Rule.objects.filter(source=RuleSource.AUTOPILOT))
+
+
+@pytest.mark.django_db
+class AutopilotTests:
+    def test_it_is_off_unless_a_team_turns_it_on(self, approve: Any) -> None:
+        for i in range(6):
+            approve("npm run test", session=f"s{i}")
+        assert autopilot_rules() == []
+
+    def test_it_saves_a_narrow_trial_rule_after_n_approvals_in_distinct_sessions(
+        self, approve: Any, submit: Any
+    ) -> None:
+        autopilot_on(approvals=3, trial_hours=6)
+        approve("npm run test", session="s1")
+        approve("npm run test -- --watch", session="s2")
+        assert autopilot_rules() == []
+        approve("npm run test", session="s3")
+        [rule] = autopilot_rules()
+        assert (rule.rule, rule.behavior, rule.scope) == ("Bash(npm run test:*)", "allow", "global")
+        assert rule.expires_at is not None
+        assert abs(rule.expires_at - (timezone.now() + timedelta(hours=6))) < timedelta(minutes=1)
+        assert "3 approvals in 3 sessions" in rule.note
+
+    def test_it_says_autopilot_in_the_audit_log_of_every_approval_it_makes(self, approve: Any, submit: Any) -> None:
+        autopilot_on()
+        for i in range(3):
+            approve("npm run test", session=f"s{i}")
+        result = submit("npm run test -- --grep login", session="s9")
+        assert result.decision is not None
+        row = Decision.objects.get(pk=result.decision.pk)
+        assert (row.behavior, row.rule, row.rule_source) == ("allow", "Bash(npm run test:*)", "autopilot")
+        assert row.decided_by == "autopilot Bash(npm run test:*)"
+        assert row.reason["source"] == "autopilot"
+        assert submit("npm run build", session="s9").decision is None  # nothing wider
+
+    def test_it_needs_distinct_sessions(self, approve: Any) -> None:
+        autopilot_on()
+        for _ in range(5):
+            approve("cargo build", session="same")
+        assert autopilot_rules() == []
+
+    def test_it_never_promotes_a_pattern_a_person_denied_in_the_window(self, approve: Any) -> None:
+        autopilot_on()
+        approve("pytest --lf", behavior="deny", session="s0")
+        for i in range(1, 5):
+            approve("pytest -k fast", session=f"s{i}")
+        assert autopilot_rules() == []
+
+    def test_it_demotes_at_the_first_denial(self, approve: Any, submit: Any, api_as: Any, alice: Any) -> None:
+        autopilot_on()
+        waiting = submit("npm run test -- --all", session="s0").request
+        for i in range(1, 4):
+            approve("npm run test", session=f"s{i}")
+        assert [r.rule for r in autopilot_rules()] == ["Bash(npm run test:*)"]
+        response = api_as(alice).post(
+            f"/api/v1/permission-requests/{waiting.pk}/decision", {"behavior": "deny", "message": "not all of them"}
+        )
+        assert response.status_code == 200, response.content
+        assert autopilot_rules() == []
+        assert Decision.objects.get(request=waiting).reason["demoted_autopilot"] == ["Bash(npm run test:*)"]
+        assert submit("npm run test", session="s5").decision is None  # asked again
+
+    def test_it_is_revoked_with_one_delete(self, approve: Any, submit: Any, api_as: Any, alice: Any) -> None:
+        autopilot_on()
+        for i in range(3):
+            approve("make docs", session=f"s{i}")
+        [rule] = autopilot_rules()
+        assert api_as(alice).call("delete", f"/api/v1/rules/{rule.pk}").status_code == 204
+        assert submit("make docs", session="s8").decision is None
+
+    def test_it_never_promotes_destructive_calls(self, approve: Any) -> None:
+        autopilot_on()
+        for i in range(4):
+            approve("git push --force origin main", session=f"s{i}")
+            approve("rm -rf build", session=f"s{i}")
+        assert autopilot_rules() == []
+
+    def test_it_never_promotes_a_call_a_policy_settings_rule_reserves(self, approve: Any) -> None:
+        team = services.default_team()
+        services.rule_create(rule="Bash(npm publish:*)", behavior="ask", source="policySettings", team=team)
+        autopilot_on()
+        for i in range(4):
+            approve("npm publish", session=f"s{i}")
+        assert autopilot_rules() == []
+
+    def test_it_never_promotes_a_protected_path(self, approve: Any, tmp_path: Path) -> None:
+        (tmp_path / ".git").mkdir()
+        config = tmp_path / ".git" / "config"
+        config.write_text("[core]\n")
+        autopilot_on()
+        edit = {"file_path": str(config), "old_string": "[core]", "new_string": "[core]\n\tbare = false"}
+        for i in range(4):
+            approve(tool_name="Edit", tool_input=edit, cwd=str(tmp_path), session=f"s{i}")
+        assert autopilot_rules() == []
+
+    def test_it_refuses_settings_out_of_range(self) -> None:
+        with pytest.raises(services.ServiceError):
+            services.autopilot_configure(team=services.default_team(), enabled=True, approvals=1)
+
+
+@pytest.mark.django_db
+class AutopilotApiTests:
+    def test_it_is_off_by_default_and_approvers_turn_it_on(self, api_as: Any, alice: Any, bob: Any) -> None:
+        api = api_as(alice)
+        assert api.get("/api/v1/rules/autopilot").json() == {
+            "team": "default",
+            "enabled": False,
+            "approvals": 5,
+            "trial_hours": 24,
+            "window_days": 30,
+            "rules": [],
+        }
+        response = api.call("put", "/api/v1/rules/autopilot", {"enabled": True, "approvals": 3, "trial_hours": 2})
+        assert response.status_code == 200, response.content
+        assert (response.json()["enabled"], response.json()["approvals"], response.json()["trial_hours"]) == (
+            True,
+            3,
+            2,
+        )
+        assert api_as(bob).call("put", "/api/v1/rules/autopilot", {"enabled": False}).status_code == 403
+        assert api.call("put", "/api/v1/rules/autopilot", {"enabled": True, "approvals": 1}).status_code == 400
+        assert api.call("put", "/api/v1/rules/autopilot", {"approvals": 3}).status_code == 400
+
+    def test_it_lists_the_rules_it_saved(self, api_as: Any, alice: Any, approve: Any) -> None:
+        autopilot_on()
+        for i in range(3):
+            approve("make docs", session=f"s{i}")
+        rules = api_as(alice).get("/api/v1/rules/autopilot").json()["rules"]
+        assert [(r["rule"], r["source"]) for r in rules] == [("Bash(make docs:*)", "autopilot")]
