@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from approvals import views
+from approvals import learning_views, views
 
 urlpatterns = [
     path("", views.queue, name="queue"),
@@ -14,6 +14,8 @@ urlpatterns = [
     path("denials/", views.denials, name="denials"),
     path("rules/", views.rules, name="rules"),
     path("rules/explain/", views.rules_explain, name="rules-explain"),
+    path("rules/what-if/", learning_views.rules_what_if, name="rules-what-if"),
+    path("rules/autopilot/", learning_views.autopilot_settings, name="rules-autopilot"),
     path("rules/<int:rule_id>/edit/", views.rule_edit, name="rule-edit"),
     path("rules/<int:rule_id>/delete/", views.rule_delete, name="rule-delete"),
     path("agents/", views.agents, name="agents"),

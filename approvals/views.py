@@ -29,7 +29,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals import charts, selectors, services
+from approvals import charts, learning_views, selectors, services
 from approvals.cards import card_context
 from approvals.forms import (
     SOURCE_ORDER,
@@ -340,6 +340,7 @@ def _rules_page(
         "can_add": selectors.is_approver_anywhere(request.user),
         "now": timezone.now(),
     }
+    context.update(learning_views.rules_page_learning(request))
     return _page(request, "approvals/rules.html", context, status=status)
 
 

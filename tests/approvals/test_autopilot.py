@@ -178,3 +178,30 @@ class AutopilotApiTests:
             approve("make docs", session=f"s{i}")
         rules = api_as(alice).get("/api/v1/rules/autopilot").json()["rules"]
         assert [(r["rule"], r["source"]) for r in rules] == [("Bash(make docs:*)", "autopilot")]
+
+
+@pytest.mark.django_db
+class AutopilotPageTests:
+    def test_it_is_turned_on_revoked_with_one_tap_and_shows_its_feed(
+        self, alice: Any, bob: Any, approve: Any, submit: Any
+    ) -> None:
+        from django.test import Client
+
+        client = Client()
+        client.force_login(alice)
+        team = services.default_team().pk
+        settings = {"team": team, "enabled": "on", "approvals": "3", "trial_hours": "24", "window_days": "30"}
+        assert client.post("/rules/autopilot/", settings).status_code == 302
+        viewer = Client()
+        viewer.force_login(bob)
+        assert viewer.post("/rules/autopilot/", {**settings, "enabled": ""}).status_code == 403
+        for i in range(3):
+            approve("make docs", session=f"s{i}")
+        assert submit("make docs '<b>now</b>'", session="s7").decision is not None
+        html = client.get("/rules/").content.decode()
+        panel = html[html.index('id="autopilot"') :]
+        assert "Bash(make docs:*)" in panel and "Revoke" in panel
+        assert "make docs &#x27;&lt;b&gt;now&lt;/b&gt;&#x27;" in panel  # the feed, escaped
+        [rule] = autopilot_rules()
+        assert client.post(f"/rules/{rule.pk}/delete/").status_code == 302
+        assert autopilot_rules() == []

@@ -96,3 +96,21 @@ class RuleSuggestionTests:
         assert api_as(mallory).get(URL).json() == []
         assert api_as(mallory).get(f"{URL}?team=default").status_code == 400
         assert api_as(bob).get(f"{URL}?min_calls=1").status_code == 400
+
+
+@pytest.mark.django_db
+class RuleSuggestionPageTests:
+    def test_it_shows_suggestions_with_what_if_and_accept_to_approvers(self, alice: Any, bob: Any, answer: Any) -> None:
+        from django.test import Client
+
+        for i in range(3):
+            answer("npm run test", "allow", session=f"s{i}")
+        client = Client()
+        client.force_login(alice)
+        html = client.get("/rules/").content.decode()
+        section = html[html.index('id="suggestions"') :]
+        assert "Bash(npm run test:*)" in section
+        assert "data-what-if=" in section and "Accept" in section
+        viewer = Client()
+        viewer.force_login(bob)
+        assert 'id="suggestions"' not in viewer.get("/rules/").content.decode()

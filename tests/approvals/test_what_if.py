@@ -188,3 +188,30 @@ def mallory_team() -> Any:
     from approvals.models import Team
 
     return Team.objects.get(name="other")
+
+
+@pytest.mark.django_db
+class WhatIfPageTests:
+    def test_it_shows_a_drafts_what_if_as_an_escaped_partial(self, alice: Any, record: Any) -> None:
+        from django.test import Client
+
+        record("npm run test -- '<script>alert(1)</script>'", human="deny")
+        client = Client()
+        client.force_login(alice)
+        form = {"rule": "Bash(npm run test:*)", "behavior": "allow", "source": "localSettings", "scope": "global"}
+        response = client.post("/rules/what-if/", {**form, "team": services.default_team().pk})
+        assert response.status_code == 200, response.content
+        html = response.content.decode()
+        assert "ask-&gt;allow" in html and "Flagged" in html
+        assert "<script>" not in html and "&lt;script&gt;" in html
+        assert not Rule.objects.exists()
+
+    def test_it_answers_a_bad_draft_with_its_error(self, alice: Any) -> None:
+        from django.test import Client
+
+        client = Client()
+        client.force_login(alice)
+        form = {"rule": "Bash(", "behavior": "allow", "source": "localSettings", "scope": "global"}
+        response = client.post("/rules/what-if/", {**form, "team": services.default_team().pk})
+        assert response.status_code == 400
+        assert "unbalanced parenthesis" in response.content.decode()

@@ -100,6 +100,18 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
         "/rules/explain/",
         {"tool_name": "Bash", "tool_input": '{"command": "ls"}', "mode": "default"},
     ),
+    "rules_what_if_page": (
+        "rules/what-if/",
+        "post",
+        "/rules/what-if/",
+        "WHAT_IF",
+    ),
+    "rules_autopilot_page": (
+        "rules/autopilot/",
+        "post",
+        "/rules/autopilot/",
+        "AUTOPILOT",
+    ),
     "rule_edit_page": ("rules/<int:rule_id>/edit/", "get", "/rules/{rule}/edit/", None),
     "rule_delete_page": ("rules/<int:rule_id>/delete/", "post", "/rules/{rule}/delete/", {}),
     "agents_page": ("agents/", "get", "/agents/", None),
@@ -163,6 +175,8 @@ audit_detail_page       302       302         302           302   302         20
 denials_page            302       302         302           302   302         200    200      200      200
 rules_page              302       302         302           302   302         200    200      200      200
 rules_explain_page      302       302         302           302   302         200    200      200      200
+rules_what_if_page      302       302         302           302   302         400    200      400      200
+rules_autopilot_page    302       302         302           302   302         403    302      403      302
 rule_edit_page          302       302         302           302   302         403    200      404      200
 rule_delete_page        302       302         302           302   302         403    302      404      302
 agents_page             302       302         302           302   302         200    200      200      200
@@ -275,7 +289,9 @@ def actual_table(
             n = next(counter)
             path = template.format(**fresh_objects(template, n, ci_bot, alice, default_team))
             payload = (
-                {"ASK": {**ASK, "tool_use_id": f"s{n}"}, "HOOK": hook_body(n)}.get(body, body)
+                {"ASK": {**ASK, "tool_use_id": f"s{n}"}, "HOOK": hook_body(n), **team_forms(default_team)}.get(
+                    body, body
+                )
                 if isinstance(body, str)
                 else body
             )
@@ -288,6 +304,13 @@ def actual_table(
                 response = getattr(client, method)(path, data=payload)
             table[(name, persona)] = response.status_code
     return table
+
+
+def team_forms(team: Any) -> dict[str, dict[str, Any]]:
+    """Page forms that name the default team by its id."""
+    rule = {"rule": "Bash(ls:*)", "behavior": "allow", "source": "localSettings", "scope": "global"}
+    autopilot = {"approvals": "5", "trial_hours": "24", "window_days": "30"}
+    return {"WHAT_IF": {**rule, "team": team.pk}, "AUTOPILOT": {**autopilot, "team": team.pk}}
 
 
 def format_table(table: dict[tuple[str, str], int]) -> str:
