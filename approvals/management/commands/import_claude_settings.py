@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from approvals import services
-from approvals.models import Rule, RuleScope, RuleSource, Team
+from approvals.models import PERSON_SOURCES, Rule, RuleScope, Team
 from policy.rules.parse import RuleSyntaxError
 from policy.settings import settings_items
 
@@ -25,7 +25,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="a Claude Code settings.json")
-        parser.add_argument("--source", required=True, choices=RuleSource.values)
+        parser.add_argument("--source", required=True, choices=[value for value, _ in PERSON_SOURCES])
         parser.add_argument("--team", default="default", help="team name (default: default)")
 
     def handle(self, *args: Any, **options: Any) -> None:
