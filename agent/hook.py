@@ -48,7 +48,9 @@ POLL_CHUNK = 25.0
 # How long to keep trying a server we have never reached before giving up on it.
 CONNECT_RETRY = 5.0
 TRANSIENT_STATUS = (502, 503, 504)
-BEHAVIORS = {"--on-timeout": ("deny", "ask", "allow"), "--on-unreachable": ("ask", "deny", "allow")}
+# No "allow" on timeout: a deadline is the server's to decide. `--on-unreachable allow` is a
+# documented local opt-in, for a server that was never reached.
+BEHAVIORS = {"--on-timeout": ("deny", "ask"), "--on-unreachable": ("ask", "deny", "allow")}
 MAX_HEAD = 65536  # http.client's limit for one header line; ours for the whole head
 MAX_RESPONSE = 64 * 1024 * 1024
 

@@ -97,6 +97,18 @@ def request_matching(*, agent: Agent, session_id: str, tool_name: str, input_has
     )
 
 
+def session_gated_before_use(*, agent: Agent, session_id: str) -> bool:
+    """Whether this session's calls reach Gatehouse before they run (a PreToolUse request).
+
+    - Requests opened by a PermissionRequest hook carry a generated `gh_` id, never
+      Claude Code's own `tool_use_id`, so they do not count.
+    """
+    if not session_id:
+        return False
+    requests = PermissionRequest.objects.filter(agent=agent, session_id=session_id)
+    return requests.exclude(tool_use_id__startswith="gh_").exists()
+
+
 def decision_for(request: PermissionRequest) -> Decision | None:
     return Decision.objects.filter(request_id=request.pk).first()
 

@@ -9,6 +9,7 @@ audit row cannot be written the caller gets `AuditUnavailable` and must deny.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import logging
 import secrets
@@ -377,6 +378,9 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
     doc = _engine_input(agent, call, saved_denials)
     compiled, timeouts = compiled_rules_for(agent, doc["session_id"], doc["cwd"])
     verdict = policy.decide(doc, rules=compiled)
+    floor = call.get("safety_floor")
+    if isinstance(floor, dict) and verdict.behavior == "allow":
+        verdict = _for_a_person(verdict)
     engine_ms = (time.perf_counter() - started) * 1000
     request = PermissionRequest(
         agent=agent,
@@ -391,7 +395,9 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
         context=doc["context"],
         transcript_path=call.get("transcript_path", ""),
         permission_suggestions=call.get("permission_suggestions", []),
-        evaluation=_evaluation(verdict),
+        evaluation=_evaluation(
+            verdict, floor if isinstance(floor, dict) else None, bool(call.get("permission_prompt"))
+        ),
     )
     try:
         return _store_submission(agent, request, verdict, engine_ms, timeouts, saved_denials)
@@ -420,9 +426,39 @@ def _same_call(existing: PermissionRequest, call: dict[str, Any]) -> PermissionR
     return existing
 
 
-def _evaluation(verdict: policy.Decision) -> dict[str, Any]:
+SAFETY_FLOOR_DETAIL = (
+    "Claude Code asks a person for this call itself (its safety check: a critical path, a protected "
+    "directory, or its own ask rule) after Gatehouse allowed it; no earlier allow, rule, mode or "
+    "classifier answers that, only a person."
+)
+
+
+def _for_a_person(verdict: policy.Decision) -> policy.Decision:
+    """The engine's allow turned into an ask: Claude Code's safety floor is a person's to answer.
+
+    - Deny verdicts are kept: they are stricter than the floor.
+    """
+    step = {"step": "safetyFloor", "result": "ask", "overrides": verdict.reason}
+    return dataclasses.replace(
+        verdict,
+        behavior="ask",
+        reason={"type": "safetyCheck", "detail": SAFETY_FLOOR_DETAIL},
+        message=SAFETY_FLOOR_DETAIL,
+        updated_input=None,
+        trace=[*verdict.trace, step],
+    )
+
+
+def _evaluation(
+    verdict: policy.Decision, safety_floor: dict[str, Any] | None = None, permission_prompt: bool = False
+) -> dict[str, Any]:
+    """What the engine said, kept on the request (`permission_prompt`: opened by Claude Code's prompt)."""
     data = verdict.to_dict()
+    extra: dict[str, Any] = {"safety_floor": safety_floor} if safety_floor is not None else {}
+    if permission_prompt or safety_floor is not None:
+        extra["permission_prompt"] = True
     return {
+        **extra,
         "behavior": data["behavior"],
         "reason": data["reason"],
         "message": data["message"],
@@ -787,11 +823,22 @@ def request_record_result(*, request: PermissionRequest, ok: bool, output: Any =
     PermissionRequest.objects.filter(pk=request.pk).update(result=result, result_at=timezone.now())
 
 
-def request_attach_suggestions(*, request: PermissionRequest, suggestions: list[Any]) -> None:
-    """Store Claude Code's `permission_suggestions` (from its PermissionRequest hook) on a request."""
-    if suggestions and suggestions != request.permission_suggestions:
-        PermissionRequest.objects.filter(pk=request.pk).update(permission_suggestions=suggestions)
-        request.permission_suggestions = suggestions
+def request_join_prompt(*, request: PermissionRequest, suggestions: list[Any]) -> bool:
+    """Make a pending request the answer to Claude Code's prompt for the same call.
+
+    - Stores the prompt's `permission_suggestions` and marks the request, so the hook's
+      re-poll after a person decides still finds its answer here.
+    - False when the request is no longer pending: the caller must not join it.
+    """
+    evaluation = {**request.evaluation, "permission_prompt": True}
+    changes: dict[str, Any] = {"evaluation": evaluation}
+    if suggestions:
+        changes["permission_suggestions"] = suggestions
+    joined = PermissionRequest.objects.filter(pk=request.pk, state=RequestState.PENDING).update(**changes) == 1
+    if joined:
+        request.evaluation = evaluation
+        request.permission_suggestions = changes.get("permission_suggestions", request.permission_suggestions)
+    return joined
 
 
 # --- chat identities (appended by the dashboard) ------------------------------------------

@@ -18,7 +18,8 @@ command, and `python -m agent.hook` is a thin, fast client of it.
 
 Waiting: `?wait=S` bounds the wait; a request still pending then answers 202 with
 `{"gatehouse": {"id", "status": "pending"}}` for the caller to post again, unless
-`?on_timeout=deny|ask|allow` is also given, which makes this the final wait. Without
+`?on_timeout=deny|ask` is also given, which makes this the final wait (never `allow`:
+a deadline is the server's to decide, and it denies). Without
 `?wait` the endpoint waits up to `GATEHOUSE_HOOK_WAIT` (default: the ask deadline) and
 then applies `on_timeout` (default deny), which is what a plain curl hook needs.
 
@@ -59,7 +60,9 @@ POST_TOOL_USE = "PostToolUse"
 POST_TOOL_USE_FAILURE = "PostToolUseFailure"
 DECIDING_EVENTS = (PRE_TOOL_USE, PERMISSION_REQUEST)
 RECORDING_EVENTS = (POST_TOOL_USE, POST_TOOL_USE_FAILURE)
-ON_TIMEOUT_CHOICES = ("deny", "ask", "allow")
+# What the caller may ask for when its wait ends. Never "allow": what a deadline decides
+# is the server's (a deny), and an agent's own query must not approve its own ask.
+ON_TIMEOUT_CHOICES = ("deny", "ask")
 ANSWERED_LOCALLY = "answered locally"
 # A PermissionRequest reuses a decided PreToolUse request only while that call has not
 # run yet (no PostToolUse recorded) and only this soon after it; older matches are an
@@ -192,7 +195,7 @@ def parse_options(query: Any) -> HookOptions:
         wait = min(wait, float(settings.GATEHOUSE_MAX_WAIT))
     on_timeout = query.get("on_timeout") or None
     if on_timeout is not None and on_timeout not in ON_TIMEOUT_CHOICES:
-        raise HookInputError("on_timeout must be deny, ask or allow")
+        raise HookInputError("on_timeout must be deny or ask: a deadline never allows a call")
     ask = query.get("ask") or "remote"
     if ask not in ("remote", "local"):
         raise HookInputError("ask must be remote or local")
@@ -280,13 +283,56 @@ def _usable_match(request: PermissionRequest | None) -> bool:
 def open_call(agent: Agent, call: HookCall, options: HookOptions) -> Outcome:
     """Submit the call, or find the request it already is; never a second request."""
     if call.event == PERMISSION_REQUEST:
-        match = selectors.request_matching(
-            agent=agent, session_id=call.session_id, tool_name=call.tool_name, input_hash=input_hash(call.tool_input)
-        )
-        if match is not None and _usable_match(match):
-            services.request_attach_suggestions(request=match, suggestions=call.permission_suggestions)
-            return Outcome(match, selectors.decision_for(match))
+        return _open_permission_request(agent, call, options)
     result = services.request_submit(agent=agent, call=call.submission(options.context))
+    return Outcome(result.request, result.decision)
+
+
+def _open_permission_request(agent: Agent, call: HookCall, options: HookOptions) -> Outcome:
+    """Join the PreToolUse request this prompt is about, or open a person's ask.
+
+    - Pending: the same request (one tool call, one audit row, one answer).
+    - Already allowed: Claude Code still asks, so its safety floor speaks (a critical
+      path, a protected directory, its own ask rule). That is a new ask for a person;
+      the earlier allow, a rule, a mode or a classifier never answers it.
+    """
+    match = selectors.request_matching(
+        agent=agent, session_id=call.session_id, tool_name=call.tool_name, input_hash=input_hash(call.tool_input)
+    )
+    if match is not None and _usable_match(match):
+        if _answers_the_prompt(match, call):
+            return Outcome(match, selectors.decision_for(match))
+        return _submit(agent, call, options, safety_floor={"follows": str(match.pk)})
+    if selectors.session_gated_before_use(agent=agent, session_id=call.session_id):
+        # Gatehouse answered this session's PreToolUse calls, so a prompt now follows one
+        # of its allows (its input rewritten, or matched no longer): the floor again.
+        return _submit(agent, call, options, safety_floor={"follows": None})
+    return _submit(agent, call, options)
+
+
+def _answers_the_prompt(match: PermissionRequest, call: HookCall) -> bool:
+    """Whether the matched request's outcome is the answer to Claude Code's prompt.
+
+    - Pending: the prompt joins it (one tool call, one request, one audit row).
+    - Decided after the prompt joined it (the hook's re-poll), denied, or withdrawn: yes.
+    - Allowed before any prompt (a rule, a mode, a classifier, a person's PreToolUse
+      answer): no, Claude Code asks anew.
+    """
+    if match.state == RequestState.PENDING and services.request_join_prompt(
+        request=match, suggestions=call.permission_suggestions
+    ):
+        return True
+    match.refresh_from_db()
+    if match.evaluation.get("permission_prompt"):
+        return True
+    decision = selectors.decision_for(match)
+    return decision is None or decision.behavior != "allow"
+
+
+def _submit(agent: Agent, call: HookCall, options: HookOptions, **extra: Any) -> Outcome:
+    """A new request opened by Claude Code's prompt (its own answer when re-polled)."""
+    submission = {**call.submission(options.context), "permission_prompt": True, **extra}
+    result = services.request_submit(agent=agent, call=submission)
     return Outcome(result.request, result.decision)
 
 
@@ -301,16 +347,6 @@ def settle(request: PermissionRequest, on_timeout: str | None) -> Outcome:
         return Outcome(request, None)
     elif on_timeout == "deny":
         result = services.request_expire(request=request)
-    elif on_timeout == "allow":
-        result = services.request_decide(
-            request_id=request.pk,
-            behavior="allow",
-            surface="timer",
-            decided_by="timeout",
-            message="Nobody answered in time; the hook's --on-timeout allow let the call run.",
-            reason_type="timeout",
-            reason_extra={"on_timeout": "allow"},
-        )
     else:
         result = services.request_cancel(request=request, reason="no answer in time, left to Claude Code's own prompt")
         if result.won:

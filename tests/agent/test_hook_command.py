@@ -152,13 +152,13 @@ class HookDecisionTests:
         assert row.behavior == "deny" and row.reason_type == "timeout"
         assert row.request.state == "expired"
 
-    def test_it_applies_on_timeout_allow_and_records_it(self, ci_bot: Any) -> None:
+    def test_it_refuses_on_timeout_allow(self, ci_bot: Any) -> None:
+        """A deadline is the server's to decide: the hook cannot be told to allow on one."""
         args = ("--timeout", "2", "--on-timeout", "allow")
         with live_server() as srv:
-            _code, out, _err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse"), *args)
-        assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
-        [row] = decisions()
-        assert row.behavior == "allow" and row.reason_type == "timeout"
+            code, out, err = run_hook(srv.url, ci_bot.token, hook_input("PreToolUse"), *args)
+        assert code == 2 and out is None and "--on-timeout" in err
+        assert decisions() == []
 
     def test_it_applies_on_timeout_ask_by_handing_back_to_claude(self, ci_bot: Any) -> None:
         args = ("--timeout", "2", "--on-timeout", "ask")

@@ -122,7 +122,7 @@ class OptionsTests:
         "argv",
         [
             [],
-            ["--server", "http://h:1", "--timeout", "30", "--on-timeout", "allow", "--on-unreachable", "deny"],
+            ["--server", "http://h:1", "--timeout", "30", "--on-timeout", "ask", "--on-unreachable", "deny"],
             ["--server=http://h:1", "--timeout=2.5", "--ask-locally", "--poll", "1"],
             ["--on-timeout", "ask", "--on-timeout", "deny"],
             ["--serv", "http://abbreviated:1", "--timeout=-5"],

@@ -50,3 +50,53 @@ class AgentSelfApprovalTests:
         assert result.decision is not None
         assert result.decision.behavior == "allow"
         assert result.decision.reason_type == "mode"
+
+
+KNOBS = {
+    "wait": ["", "0", "1e-9", "nan"],
+    "on_timeout": ["", "allow", "ALLOW", "Allow", "allow ", " allow", "deny", "ask", "allow%00", "a"],
+    "ask": ["", "local", "remote"],
+    "context": ["", "interactive", "headless", "coordinator"],
+}
+
+
+def knob_queries() -> list[str]:
+    """Every caller-controllable query of the hook endpoint, alone and repeated."""
+    import itertools
+    from urllib.parse import quote
+
+    queries = []
+    for wait, on_timeout, ask, context in itertools.product(*KNOBS.values()):
+        parts = [f"wait={quote(wait)}", f"on_timeout={quote(on_timeout)}", f"ask={ask}", f"context={context}"]
+        queries.append("?" + "&".join(parts))
+    # A repeated parameter: Django reads the last one, a proxy might read the first.
+    queries += ["?wait=0&on_timeout=deny&on_timeout=allow", "?wait=0&on_timeout=allow&on_timeout=deny"]
+    return queries
+
+
+@pytest.mark.django_db(transaction=True)
+class AgentDeadlineKnobTests:
+    """What a deadline decides is the server's: no query an agent sends turns it into an allow."""
+
+    @pytest.mark.parametrize("event", ["PreToolUse", "PermissionRequest"])
+    def test_no_query_lets_an_agent_allow_its_own_ask(
+        self, client: Any, ci_bot: Any, default_team: Any, settings: Any, event: str
+    ) -> None:
+        import json
+
+        from approvals.models import Decision
+        from tests.e2e.claude_code.hookrun import hook_input
+
+        settings.GATEHOUSE_HOOK_WAIT = 0.01  # a query without `wait` waits this long, then denies
+        services.rule_create(rule="Bash(rm:*)", behavior="ask", source="policySettings", team=default_team)
+        for index, query in enumerate(knob_queries()):
+            body = hook_input(event, f"rm -rf build{index}", session=f"s{index}")
+            response = client.post(
+                "/hooks/claude-code" + query, data=json.dumps(body), content_type="application/json", **ci_bot.auth
+            )
+            assert response.status_code in (200, 202, 400), (query, response.status_code)
+            text = response.content.decode()
+            assert '"allow"' not in text, (query, text)
+            if "allow" in query.lower().split("on_timeout=")[-1].split("&")[0]:
+                assert response.status_code == 400, query
+        assert not Decision.objects.filter(behavior="allow").exists()

@@ -135,7 +135,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--timeout", type=int, default=300, help="seconds the hook waits for a person (default 300)"
         )
-        parser.add_argument("--on-timeout", choices=("deny", "ask", "allow"), default="deny")
+        parser.add_argument(
+            "--on-timeout", choices=("deny", "ask"), default="deny", help="a deadline never allows (deny or ask)"
+        )
         parser.add_argument("--on-unreachable", choices=("ask", "deny", "allow"), default="ask")
         parser.add_argument("--ask-locally", action="store_true", help="let Claude Code prompt when Gatehouse asks")
         parser.add_argument("--token-file", default="", help="file holding the agent token (else GATEHOUSE_TOKEN)")

@@ -66,11 +66,14 @@ def run_claude(
     token: str,
     prompt: str = "Do the task.",
     timeout: float = 120,
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
 ) -> ClaudeRun:
     """One headless turn: `claude -p` with our hooks, talking to nothing but 127.0.0.1."""
     home.mkdir(parents=True, exist_ok=True)
     settings_path = home / "gatehouse-settings.json"
     settings_path.write_text(json.dumps(settings))
+    extra_env = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "GATEHOUSE_"))}
     env.update(
         HOME=str(home),
@@ -85,8 +88,19 @@ def run_claude(
         GATEHOUSE_TOKEN=token,
         PYTHONPATH=str(ROOT),
     )
+    env.update(extra_env)
     done = subprocess.run(
-        [claude_bin(), "-p", prompt, "--output-format", "stream-json", "--verbose", "--settings", str(settings_path)],
+        [
+            claude_bin(),
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--settings",
+            str(settings_path),
+            *args,
+        ],
         cwd=project,
         env=env,
         capture_output=True,

@@ -161,23 +161,28 @@ class ClaudePermissionRequestTests:
         [request] = PermissionRequest.objects.all()
         assert request.permission_suggestions, "Claude Code's suggestions are kept for the approver"
 
-    def test_claude_codes_own_ask_rule_reuses_the_pretooluse_request(
-        self, fake: FakeAnthropic, server: LiveServer, project: Path, tmp_path: Path, ci_bot: Any, alice: Any
+    def test_claude_codes_own_ask_rule_after_an_allow_is_a_new_ask_for_a_person(
+        self,
+        fake: FakeAnthropic,
+        server: LiveServer,
+        project: Path,
+        tmp_path: Path,
+        ci_bot: Any,
+        alice: Any,
+        default_team: Any,
     ) -> None:
-        """A hook allow does not beat Claude Code's own ask rule: it prompts, and the
-        PermissionRequest hook must answer from the same request, not open a second."""
-        from approvals.models import PermissionRequest
-
+        """A hook allow does not beat Claude Code's own ask rule: it prompts, and that
+        prompt is a person's to answer, never the rule that allowed the PreToolUse."""
+        rule(default_team, "Bash(touch:*)", "allow")
         decide_when_pending("allow", alice)
         settings = {**hook_settings(hook_command(server.url)), "permissions": {"ask": ["Bash(touch:*)"]}}
         run = run_claude(fake, tmp_path / "home", project, settings, token=ci_bot.token)
         assert run.returncode == 0, run.stderr
         # Headless, Claude Code refuses an ask nobody answers: the marker proves the
-        # PermissionRequest hook answered allow.
+        # PermissionRequest hook answered with Alice's allow.
         assert (project / "marker").exists(), fake.tool_result_text()
-        [request] = PermissionRequest.objects.all()
-        assert request.tool_use_id == fake.tool_use.id
-        assert len(decisions()) == 1
+        rows = [(row.reason_type, row.decided_by) for row in decisions()]
+        assert rows == [("rule", "rule Bash(touch:*)"), ("user", "alice")]
 
     def test_ask_locally_in_headless_mode_is_refused_by_claude_code(
         self, fake: FakeAnthropic, server: LiveServer, project: Path, tmp_path: Path, ci_bot: Any

@@ -1,0 +1,165 @@
+"""A PermissionRequest after Gatehouse allowed the call is Claude Code's safety floor: a person's.
+
+Claude Code 2.1.332 prompts before an `rm` of a critical path or a write into `.git/` or
+`.claude/` even after a PreToolUse allow. Its PermissionRequest hook then asks Gatehouse;
+the answer must come from a person, never from the earlier allow, a rule, a mode or a
+classifier (a deny rule may still deny: that is stricter).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from tests.e2e.claude_code.hookrun import hook_input
+
+pytestmark = pytest.mark.django_db(transaction=True)
+URL = "/hooks/claude-code"
+
+FLOOR_COMMANDS = [
+    "rm -rf ~",
+    "rm -rf /",
+    "rm -rf /*",
+    "rm -rf $HOME",
+    "rm -rf /tmp/proj",
+    "echo x > .git/hooks/pre-commit",
+    "tee .claude/settings.json",
+    "cp evil .git/config",
+]
+
+
+def post(client: Client, body: dict[str, Any], auth: dict[str, str], query: str = "?wait=0") -> Any:
+    return client.post(URL + query, data=json.dumps(body), content_type="application/json", **auth)
+
+
+def prompt_for(pre_tool_use: dict[str, Any]) -> dict[str, Any]:
+    """The PermissionRequest Claude Code sends for the same call (no tool_use_id)."""
+    body = {k: v for k, v in pre_tool_use.items() if k != "tool_use_id"}
+    return {**body, "hook_event_name": "PermissionRequest", "permission_suggestions": []}
+
+
+def allowed_at_pre_tool_use(client: Client, auth: dict[str, str], command: str, **extra: Any) -> dict[str, Any]:
+    body = hook_input("PreToolUse", command, **extra)
+    answer = post(client, body, auth).json()
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "allow", answer
+    return body
+
+
+def rule(team: Any, text: str, behavior: str) -> None:
+    from approvals import services
+
+    services.rule_create(rule=text, behavior=behavior, source="projectSettings", team=team)
+
+
+class SafetyFloorTests:
+    @pytest.mark.parametrize("command", FLOOR_COMMANDS)
+    def test_it_never_answers_the_prompt_with_a_rules_allow(
+        self, client: Client, ci_bot: Any, default_team: Any, command: str
+    ) -> None:
+        from approvals.models import PermissionRequest
+
+        rule(default_team, f"Bash({command.split()[0]}:*)", "allow")
+        rule(default_team, "Bash(*)", "allow")
+        body = allowed_at_pre_tool_use(client, ci_bot.auth, command)
+        response = post(client, prompt_for(body), ci_bot.auth)
+        assert response.status_code == 202, response.json()
+        floor = PermissionRequest.objects.get(pk=response.json()["gatehouse"]["id"])
+        assert floor.state == "pending"
+        assert floor.evaluation["reason"]["type"] == "safetyCheck"
+        assert floor.evaluation["safety_floor"]["follows"] == str(
+            PermissionRequest.objects.get(tool_use_id=body["tool_use_id"]).pk
+        )
+
+    def test_it_never_answers_the_prompt_with_a_modes_allow(self, client: Client, registered_agent: Any) -> None:
+        yolo = registered_agent("yolo", "bypassPermissions")
+        body = allowed_at_pre_tool_use(client, yolo.auth, "rm -rf ~", permission_mode="bypassPermissions")
+        response = post(client, prompt_for(body), yolo.auth)
+        assert response.status_code == 202
+
+    def test_it_never_answers_the_prompt_with_a_persons_earlier_allow(
+        self, client: Client, ci_bot: Any, alice: Any
+    ) -> None:
+        from approvals import services
+        from approvals.models import PermissionRequest
+
+        body = hook_input("PreToolUse", "rm -rf ~")
+        first = post(client, body, ci_bot.auth).json()["gatehouse"]["id"]
+        services.request_decide(request_id=first, behavior="allow", surface="api", user=alice)
+        assert post(client, body, ci_bot.auth).json()["hookSpecificOutput"]["permissionDecision"] == "allow"
+        response = post(client, prompt_for(body), ci_bot.auth)
+        assert response.status_code == 202
+        assert PermissionRequest.objects.filter(state="pending").count() == 1
+
+    def test_it_treats_a_prompt_for_rewritten_input_in_a_gated_session_as_the_floor(
+        self, client: Client, ci_bot: Any, default_team: Any
+    ) -> None:
+        rule(default_team, "Bash(rm:*)", "allow")
+        allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf build")
+        other = prompt_for(hook_input("PreToolUse", "rm -rf ~"))
+        assert post(client, other, ci_bot.auth).status_code == 202
+
+    def test_a_persons_answer_to_the_prompt_is_what_the_hook_prints(
+        self, client: Client, ci_bot: Any, default_team: Any, alice: Any
+    ) -> None:
+        from approvals import services
+        from approvals.models import Decision
+
+        rule(default_team, "Bash(rm:*)", "allow")
+        body = allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf ~")
+        floor_id = post(client, prompt_for(body), ci_bot.auth).json()["gatehouse"]["id"]
+        services.request_decide(request_id=floor_id, behavior="allow", surface="api", user=alice)
+        # The hook's re-poll finds the person's answer, not a third request.
+        answer = post(client, prompt_for(body), ci_bot.auth).json()
+        assert answer["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+        rows = list(Decision.objects.order_by("id").values_list("reason_type", "decided_by"))
+        assert rows == [("rule", "rule Bash(rm:*)"), ("user", "alice")]
+
+    def test_a_deny_rule_still_denies_the_prompt(self, client: Client, ci_bot: Any, default_team: Any) -> None:
+        rule(default_team, "Bash(rm:*)", "allow")
+        body = allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf ~")
+        rule(default_team, "Bash(rm -rf ~)", "deny")
+        answer = post(client, prompt_for(body), ci_bot.auth).json()
+        assert answer["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+
+    def test_the_prompts_deadline_denies(self, client: Client, ci_bot: Any, default_team: Any) -> None:
+        rule(default_team, "Bash(rm:*)", "allow")
+        body = allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf ~")
+        for query in ("?wait=0&on_timeout=deny", "?wait=0&on_timeout=ask"):
+            answer = post(client, prompt_for(body), ci_bot.auth, query).json()
+            assert answer.get("hookSpecificOutput", {}).get("decision", {}).get("behavior") != "allow", answer
+
+    def test_a_prompt_for_a_pending_call_joins_its_request(self, client: Client, ci_bot: Any, alice: Any) -> None:
+        from approvals import services
+        from approvals.models import Decision, PermissionRequest
+
+        body = hook_input("PreToolUse", "rm -rf build")
+        answer = post(client, body, ci_bot.auth, "?ask=local").json()
+        assert answer["hookSpecificOutput"]["permissionDecision"] == "ask"
+        pending = post(client, prompt_for(body), ci_bot.auth).json()["gatehouse"]["id"]
+        services.request_decide(request_id=pending, behavior="allow", surface="api", user=alice)
+        answer = post(client, prompt_for(body), ci_bot.auth).json()
+        assert answer["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+        assert PermissionRequest.objects.count() == 1 and Decision.objects.count() == 1
+
+    def test_without_a_pretooluse_gate_the_prompt_is_decided_as_before(
+        self, client: Client, ci_bot: Any, default_team: Any
+    ) -> None:
+        rule(default_team, "Bash(make:*)", "allow")
+        answer = post(client, prompt_for(hook_input("PreToolUse", "make test")), ci_bot.auth).json()
+        assert answer["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+
+    def test_without_a_pretooluse_gate_a_re_poll_finds_the_persons_answer(
+        self, client: Client, ci_bot: Any, alice: Any
+    ) -> None:
+        from approvals import services
+        from approvals.models import PermissionRequest
+
+        prompt = prompt_for(hook_input("PreToolUse", "rm -rf build"))
+        pending = post(client, prompt, ci_bot.auth).json()["gatehouse"]["id"]
+        services.request_decide(request_id=pending, behavior="allow", surface="api", user=alice)
+        answer = post(client, prompt, ci_bot.auth).json()
+        assert answer["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+        assert PermissionRequest.objects.count() == 1
