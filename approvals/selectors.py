@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
@@ -82,10 +83,15 @@ def request_by_tool_use_id(*, agent: Agent, tool_use_id: str) -> PermissionReque
 
 
 def request_get(request_id: Any) -> PermissionRequest | None:
+    """The request with this id, or None; a malformed id is simply not found.
+
+    - A database error is not caught here: it reaches the 503 handler.
+    """
     try:
-        return PermissionRequest.objects.select_related("agent", "team").filter(pk=request_id).first()
-    except Exception:  # a malformed UUID is simply "not found"
+        pk = request_id if isinstance(request_id, uuid.UUID) else uuid.UUID(str(request_id))
+    except ValueError:
         return None
+    return PermissionRequest.objects.select_related("agent", "team").filter(pk=pk).first()
 
 
 def request_matching(*, agent: Agent, session_id: str, tool_name: str, input_hash: str) -> PermissionRequest | None:

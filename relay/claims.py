@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from redis.exceptions import RedisError
 
 from approvals.extensions import Claim, ClaimStore
 
@@ -83,7 +84,7 @@ class RedisClaim:
         self.released = True
         try:
             self.store.release_script(keys=[self.key], args=[self.value])
-        except Exception:  # the claim expires by itself; the fence already decided
+        except RedisError:  # the claim expires by itself; the fence already decided
             log.warning("could not release claim %s", self.key, exc_info=True)
 
     def extend(self, ttl_ms: int | None = None) -> bool:
@@ -91,7 +92,7 @@ class RedisClaim:
         ttl = ttl_ms or self.store.ttl_ms
         try:
             return bool(self.store.extend_script(keys=[self.key], args=[self.value, ttl]))
-        except Exception:
+        except RedisError:
             log.warning("could not extend claim %s", self.key, exc_info=True)
             return False
 
@@ -121,7 +122,7 @@ class RedisClaimStore:
         value = f"{token}{_SEPARATOR}{holder}"
         try:
             taken = self.client.set(key, value, nx=True, px=self.ttl_ms)
-        except Exception:
+        except RedisError:
             log.error("claim store unavailable for %s; falling back to the database fence", request_id, exc_info=True)
             return NullClaim()
         if not taken:

@@ -194,6 +194,8 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
         except FrameError as exc:
             await self.send_error(exc.code, exc.message, **self._ref_of(frame))
         except Exception:
+            # Any fault handling one frame answers that frame with an error and keeps
+            # the socket: the agent's other requests in flight must not be dropped.
             log.exception("%s failed on a %s frame", type(self).__name__, frame.get("type"))
             await self.send_error(
                 "internal", "the server could not handle this frame; try again", **self._ref_of(frame)
@@ -467,7 +469,7 @@ class AgentConsumer(GatehouseConsumer):
             await asyncio.sleep(RECHECK_SECONDS)
             try:
                 await self.deliver(list(self.refs))
-            except Exception:
+            except Exception:  # the loop must outlive a blip: it is what catches lost doorbells
                 log.warning("recheck failed", exc_info=True)
 
     async def request_finished(self, event: dict[str, Any]) -> None:

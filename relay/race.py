@@ -173,7 +173,7 @@ class Race:
         def job() -> None:
             try:
                 func(*args)
-            except Exception:
+            except Exception:  # a failed racer has no opinion; people and the deadline still decide
                 log.exception("racer failed for %s", args[0].pk)
             finally:
                 # Worker threads outlive the job; give the connection back.

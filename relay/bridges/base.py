@@ -415,7 +415,7 @@ class SendQueue:
             with self._cond:
                 self._next_at[job.key] = time.monotonic() + delay
             self.put(job, front=True)
-        except Exception:
+        except Exception:  # one broken post must not stop the worker thread for every other ask
             log.exception("%s: %s failed permanently and was dropped", self.name, job.label)
         finally:
             # The sender is a long-lived thread outside any request cycle: give back its
