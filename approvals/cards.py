@@ -15,15 +15,27 @@ from typing import Any
 
 from django.http import HttpRequest
 from django.template.loader import render_to_string
-from django.utils.html import escape, format_html, format_html_join
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from approvals import selectors
+from approvals import selectors, why
+from approvals.invisible import (
+    blank_marker,
+    count_hidden,
+    reveal,
+    reveal_whitespace,
+    spelled_out,
+    split_lines,
+    trailing_marker,
+)
 from approvals.models import PermissionRequest
 
 # Past this many lines a preview says how much it left out; a 1 MiB Write must not make
 # the queue unusable on a phone.
 MAX_LINES = 400
+# A card shows this many lines of a command or diff, then a "Show N more lines" toggle:
+# the whole input is on the card, and what is folded away says how much it is.
+PREVIEW_LINES = 12
 
 EDIT_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit"}
 
@@ -64,6 +76,7 @@ def _context(request: PermissionRequest, *, can_decide: bool, decision: Any) -> 
     evaluation = request.evaluation or {}
     suggested = [str(rule) for rule in evaluation.get("suggested_rules") or []]
     return {
+        **_explanation(request, evaluation),
         "req": request,
         "decision": decision,
         "can_decide": request.state == "pending" and can_decide,
@@ -76,6 +89,38 @@ def _context(request: PermissionRequest, *, can_decide: bool, decision: Any) -> 
         "rule_to_save": suggested[0] if suggested else request.tool_name,
         "claude_suggestions": _claude_suggestions(request.permission_suggestions),
     }
+
+
+def _explanation(request: PermissionRequest, evaluation: dict[str, Any]) -> dict[str, Any]:
+    """Why it was asked, what the call is in a few words, and what to be wary of."""
+    url = request.tool_input.get("url") if isinstance(request.tool_input, dict) else None
+    private_host = why.private_fetch_host(url) if request.tool_name == "WebFetch" and isinstance(url, str) else None
+    return {
+        "why": _sentence(why.why_asked(evaluation, request.tool_name, request.tool_input)),
+        # Names the request in every control's accessible name: "Allow once: Bash npm publish".
+        "label": spelled_out(f"{request.tool_name} {why.subject(request.tool_name, request.tool_input)}"),
+        "private_host": private_host,
+        "hidden_count": _hidden_in(request.tool_input),
+    }
+
+
+def _sentence(parts: list[why.Part]) -> SafeString:
+    return format_html_join("", "{}", ((_part(kind, text),) for kind, text in parts))
+
+
+def _part(kind: str, text: str) -> SafeString:
+    return format_html("<code>{}</code>", reveal(text)) if kind == "code" else reveal(text)
+
+
+def _hidden_in(value: Any) -> int:
+    """Hidden characters in every string of the input, keys included."""
+    if isinstance(value, str):
+        return count_hidden(value)
+    if isinstance(value, dict):
+        return sum(_hidden_in(k) + _hidden_in(v) for k, v in value.items())
+    if isinstance(value, list):
+        return sum(_hidden_in(item) for item in value)
+    return 0
 
 
 def _claude_suggestions(suggestions: Any) -> list[str]:
@@ -108,14 +153,16 @@ def render_input(tool_name: str, tool_input: Any) -> SafeString:
         return _web_fetch(tool_input)
     if tool_name.startswith("mcp__"):
         server, _, tool = tool_name[5:].partition("__")
-        head = format_html('<p class="mcp">MCP server <code>{}</code> tool <code>{}</code></p>', server, tool)
+        head = format_html(
+            '<p class="mcp">MCP server <code>{}</code> tool <code>{}</code></p>', reveal(server), reveal(tool)
+        )
         return format_html("{}{}", head, _json_block(tool_input))
     return _fields(tool_input)
 
 
 def _json_block(value: Any) -> SafeString:
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
-    return format_html('<pre class="json">{}</pre>', _clip(text))
+    return format_html('<pre class="json">{}</pre>', reveal(_clip(text)))
 
 
 def _clip(text: str) -> str:
@@ -130,7 +177,7 @@ def _fields(tool_input: dict[str, Any]) -> SafeString:
     rows = []
     for key, value in tool_input.items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        rows.append((key, _clip(text)))
+        rows.append((reveal(key), reveal_whitespace(_clip(text))))
     if not rows:
         return mark_safe('<p class="muted">(no input)</p>')  # constant markup
     return format_html('<dl class="fields">{}</dl>', format_html_join("", "<dt>{}</dt><dd><code>{}</code></dd>", rows))
@@ -138,8 +185,9 @@ def _fields(tool_input: dict[str, Any]) -> SafeString:
 
 def _web_fetch(tool_input: dict[str, Any]) -> SafeString:
     prompt = tool_input.get("prompt")
-    extra = format_html('<p class="prompt">{}</p>', prompt) if isinstance(prompt, str) and prompt else ""
-    return format_html('<p class="url"><span class="label">URL</span> <code>{}</code></p>{}', tool_input["url"], extra)
+    extra = format_html('<p class="prompt">{}</p>', reveal(prompt)) if isinstance(prompt, str) and prompt else ""
+    url = reveal(tool_input["url"])
+    return format_html('<p class="url"><span class="label">URL</span> <code>{}</code></p>{}', url, extra)
 
 
 # A display tokenizer, not a parser: the engine analyses commands with tree-sitter-bash;
@@ -159,14 +207,17 @@ ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 COMMAND_BREAKS = {"&&", "||", ";", ";;", "|", "&", "(", "$(", "`"}
 
 
-def highlight_shell(command: str) -> SafeString:
-    """Wrap each shell token of one line in an escaped span: commands, flags, strings, operators."""
+def highlight_shell(command: str, *, line_start: bool = True) -> SafeString:
+    """Wrap each shell token of one line in an escaped span: commands, flags, strings, operators.
+
+    - Hidden characters and long space runs come out as visible markers.
+    """
     parts: list[str] = []
     at_command = True
     position = 0
     for match in SHELL_TOKEN.finditer(command):
         if match.start() != position:  # anything the tokenizer skipped stays as text
-            parts.append(escape(command[position : match.start()]))
+            parts.append(reveal(command[position : match.start()]))
         position = match.end()
         kind = match.lastgroup or "word"
         text = match.group()
@@ -180,15 +231,12 @@ def highlight_shell(command: str) -> SafeString:
                 css = "flag" if text.startswith("-") else "arg"
         elif kind in ("op", "subst"):
             at_command = text in COMMAND_BREAKS
-        parts.append(format_html('<span class="sh-{}">{}</span>', css, text) if css else escape(text))
-    parts.append(escape(command[position:]))
+        if kind == "space":
+            parts.append(reveal_whitespace(text, line_start=line_start and match.start() == 0))
+        else:
+            parts.append(format_html('<span class="sh-{}">{}</span>', css, reveal(text)) if css else reveal(text))
+    parts.append(reveal(command[position:]))
     return mark_safe("".join(parts))  # noqa: S308 - every part above went through escape/format_html
-
-
-def highlight_command(command: str) -> SafeString:
-    """Highlight a whole command; comments are cut out line by line first."""
-    lines = [highlight_shell_line(line) for line in command.split("\n")]
-    return mark_safe("\n".join(lines))  # noqa: S308 - each line escaped by highlight_shell_line
 
 
 def highlight_shell_line(line: str) -> SafeString:
@@ -196,7 +244,7 @@ def highlight_shell_line(line: str) -> SafeString:
     if comment_at is None:
         return highlight_shell(line)
     code, comment = line[:comment_at], line[comment_at:]
-    return format_html('{}<span class="sh-comment">{}</span>', highlight_shell(code), comment)
+    return format_html('{}<span class="sh-comment">{}</span>', highlight_shell(code), reveal_whitespace(comment))
 
 
 def _comment_start(line: str) -> int | None:
@@ -215,15 +263,55 @@ def _comment_start(line: str) -> int | None:
 
 def _bash(tool_input: dict[str, Any]) -> SafeString:
     description = tool_input.get("description")
-    extra = format_html('<p class="desc">{}</p>', description) if isinstance(description, str) and description else ""
+    extra = (
+        format_html('<p class="desc">{}</p>', reveal(description))
+        if isinstance(description, str) and description
+        else ""
+    )
     flags = []
     if tool_input.get("run_in_background"):
         flags.append("runs in background")
     if tool_input.get("timeout"):
         flags.append(f"timeout {tool_input['timeout']} ms")
     flag_html = format_html('<p class="muted">{}</p>', " · ".join(flags)) if flags else ""
-    command = _clip(tool_input["command"])
-    return format_html('<pre class="shell"><code>{}</code></pre>{}{}', highlight_command(command), extra, flag_html)
+    return format_html("{}{}{}", shell_block(tool_input["command"]), extra, flag_html)
+
+
+def shell_block(command: str) -> SafeString:
+    """The whole command, highlighted: blank runs, a blank tail and hidden characters marked."""
+    lines = split_lines(command)
+    rows = [blank_marker(item) if isinstance(item, int) else highlight_shell_line(item) for item in lines.shown]
+    if lines.trailing_newlines > 1:
+        rows.append(trailing_marker(lines.trailing_newlines))
+    return _folded("shell", rows, "\n")
+
+
+def _folded(css: str, rows: list[SafeString], joiner: str) -> SafeString:
+    """Rows in a <pre>: the first PREVIEW_LINES shown, the rest behind "Show N more lines".
+
+    - Past MAX_LINES the card says how many it left out: a 1 MiB Write must not make the
+      queue unusable on a phone; the API and the exports carry the whole input.
+    """
+    shown, left_out = rows[:MAX_LINES], len(rows) - MAX_LINES
+    head, tail = shown[:PREVIEW_LINES], shown[PREVIEW_LINES:]
+    html = format_html('<pre class="{}"><code>{}</code></pre>', css, _join(joiner, head))
+    if tail:
+        html = format_html(
+            '{}<details class="tail"><summary>Show {} more line{}</summary>'
+            '<pre class="{}"><code>{}</code></pre></details>',
+            html,
+            len(tail),
+            "" if len(tail) == 1 else "s",
+            css,
+            _join(joiner, tail),
+        )
+    if left_out > 0:
+        html = format_html('{}<p class="more">… {} more lines not shown on the card</p>', html, left_out)
+    return html
+
+
+def _join(joiner: str, rows: list[SafeString]) -> SafeString:
+    return mark_safe(joiner.join(rows))  # noqa: S308 - every row was escaped when it was built
 
 
 def _edit(tool_name: str, tool_input: dict[str, Any]) -> SafeString:
@@ -256,13 +344,10 @@ def _diff(old: Any, new: Any, path: str, *, new_file: bool = False) -> SafeStrin
         lines = [f"+{line}" for line in new_lines]
     else:
         lines = list(difflib.unified_diff(old_lines, new_lines, lineterm="", n=3))[2:]
-    shown = lines[:MAX_LINES]
-    rows = [(_diff_class(line), line) for line in shown]
-    more = len(lines) - len(shown)
-    tail = format_html('<span class="d-more">… {} more lines</span>', more) if more > 0 else ""
-    if not rows:
+    if not lines:
         return mark_safe('<p class="muted">(no change)</p>')  # constant markup
-    return format_html('<pre class="diff">{}{}</pre>', format_html_join("", '<span class="{}">{}</span>', rows), tail)
+    rows = [format_html('<span class="{}">{}</span>', _diff_class(line), reveal(line)) for line in lines]
+    return _folded("diff", rows, "")
 
 
 def _diff_class(line: str) -> str:

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 import policy
 import policy.learning
-from approvals import events, learning, selectors
+from approvals import events, learning, selectors, why
 from approvals.audit import chain_head, input_hash, lock_chain_head, row_hash
 from approvals.engine_input import engine_input, engine_rule_items
 from approvals.extensions import Claim, ClaimStore, PreDecisionWork, registry
@@ -396,7 +396,10 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
         transcript_path=call.get("transcript_path", ""),
         permission_suggestions=call.get("permission_suggestions", []),
         evaluation=_evaluation(
-            verdict, floor if isinstance(floor, dict) else None, bool(call.get("permission_prompt"))
+            verdict,
+            compiled,
+            floor if isinstance(floor, dict) else None,
+            bool(call.get("permission_prompt")),
         ),
     )
     try:
@@ -450,11 +453,19 @@ def _for_a_person(verdict: policy.Decision) -> policy.Decision:
 
 
 def _evaluation(
-    verdict: policy.Decision, safety_floor: dict[str, Any] | None = None, permission_prompt: bool = False
+    verdict: policy.Decision,
+    compiled: policy.CompiledRules,
+    safety_floor: dict[str, Any] | None = None,
+    permission_prompt: bool = False,
 ) -> dict[str, Any]:
     """What the engine said, kept on the request (`permission_prompt`: opened by Claude Code's prompt)."""
     data = verdict.to_dict()
     extra: dict[str, Any] = {"safety_floor": safety_floor} if safety_floor is not None else {}
+    if verdict.behavior == "ask":
+        # The allow rule that came closest, so the card can say why none fit; asks are
+        # the rare path, and the rules are already compiled in memory.
+        pairs = ((rule.text, rule.behavior) for rule in compiled.rules)
+        extra["nearest_rule"] = why.nearest_allow_rule(data["tool_name"], data["tool_input"], pairs)
     if permission_prompt or safety_floor is not None:
         extra["permission_prompt"] = True
     return {

@@ -28,6 +28,13 @@ if [ ! -x .tools/node_modules/.bin/claude ] || ! grep -q "\"version\": \"$CLAUDE
 fi
 export GATEHOUSE_CLAUDE_BIN="$PWD/.tools/node_modules/.bin/claude"
 
+# axe-core, which the browser tests run on every page (accessibility), in the same folder.
+AXE_MAJOR=4
+if ! grep -q "\"version\": \"$AXE_MAJOR\." .tools/node_modules/axe-core/package.json 2>/dev/null; then
+  mkdir -p .tools
+  (cd .tools && npm install --silent --no-audit --no-fund "axe-core@$AXE_MAJOR" >/dev/null 2>&1) || echo "warning: npm install of axe-core failed" >&2
+fi
+
 redis_answers() { "$PY" -c "import redis,sys; redis.Redis.from_url(sys.argv[1], socket_timeout=1).ping()" "$1" 2>/dev/null; }
 
 REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/9}"

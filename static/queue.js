@@ -21,6 +21,9 @@
   let backoff = 500;
   let stopped = false;
   let openId = null;
+  // Every pending request of the person's teams, from the snapshot and the pushes: the
+  // nav badge and the title count these, not the cards this page happens to show.
+  let pendingIds = null;
 
   function setLive(state, text) {
     if (!live) return;
@@ -35,20 +38,26 @@
   }
 
   function countPending() {
-    const n = document.querySelectorAll('#queue .card[data-state="pending"]').length;
-    document.title = (n ? "(" + n + ") " : "") + baseTitle;
+    const shown = document.querySelectorAll('#queue .card[data-state="pending"]').length;
     const total = document.getElementById("pending-total");
-    if (total) total.textContent = String(n);
+    if (total) total.textContent = String(shown);
     const nav = document.getElementById("nav-count");
-    if (nav) { nav.textContent = String(n); nav.dataset.count = String(n); }
+    if (pendingIds) {
+      const n = pendingIds.size;
+      document.title = (n ? "(" + n + ") " : "") + baseTitle;
+      if (nav) { nav.textContent = String(n); nav.dataset.count = String(n); }
+    }
     if (empty) empty.hidden = queue.children.length > 0;
     tick();
   }
 
   function place(id, html) {
-    if (only && id !== only) return;
     const card = fromHtml(html);
     if (!card) return;
+    if (pendingIds) {
+      if (card.dataset.state === "pending") pendingIds.add(id); else pendingIds.delete(id);
+    }
+    if (only && id !== only) { countPending(); return; }
     const existing = document.getElementById("req-" + id);
     if (existing) {
       // Keep the person's half-typed deny reason if the card is re-rendered while pending.
@@ -69,9 +78,11 @@
   }
 
   function snapshot(requests) {
+    pendingIds = new Set(requests.map((r) => r.id));
     if (only) {
       const mine = requests.find((r) => r.id === only);
       if (mine) place(mine.id, mine.html);
+      countPending();
       return;
     }
     const fragment = document.createDocumentFragment();
@@ -202,6 +213,39 @@
     const form = input.form;
     const deny = form && form.querySelector('button[value="deny"]');
     if (deny) { event.preventDefault(); deny.click(); }
+  });
+
+  // --- keyboard: n/j next request, p/k previous, a allow once, d deny ------------------------
+  // Allow and Deny act only on the card that has the focus (reached with n, Tab or a tap),
+  // never on a card the person has not gone to.
+
+  function typing(target) {
+    return target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement ||
+      target instanceof HTMLSelectElement || (target instanceof HTMLElement && target.isContentEditable);
+  }
+
+  function moveFocus(step) {
+    const cards = Array.from(queue.querySelectorAll('.card[data-state="pending"]'));
+    if (!cards.length) return;
+    const current = document.activeElement instanceof Element ? document.activeElement.closest(".card") : null;
+    const at = cards.indexOf(current);
+    const next = at < 0 ? cards[0] : cards[(at + step + cards.length) % cards.length];
+    next.focus();
+    next.scrollIntoView({ block: "nearest" });
+  }
+
+  document.addEventListener("keydown", (event) => {
+    if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+    const key = event.key;
+    if (key === "n" || key === "j" || key === "p" || key === "k") {
+      event.preventDefault();
+      moveFocus(key === "n" || key === "j" ? 1 : -1);
+      return;
+    }
+    if (key !== "a" && key !== "d") return;
+    const card = event.target instanceof Element ? event.target.closest('.card[data-state="pending"]') : null;
+    const button = card && card.querySelector(key === "a" ? 'button[value="once"]' : 'button[value="deny"]');
+    if (button && !button.disabled) { event.preventDefault(); button.click(); }
   });
 
   // --- "alice is reviewing" -------------------------------------------------------------------

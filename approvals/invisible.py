@@ -1,0 +1,174 @@
+"""Make what a person cannot see on a card visible: hidden characters, whitespace, blank tails.
+
+An agent's input is shown to someone about to allow it. Characters that render as
+nothing (zero-width spaces, joiners, the byte-order mark), that reorder the text around
+them (bidi controls: "Trojan Source"), that look like a plain space but are not (NBSP,
+ideographic space), control characters, long runs of spaces and rows of blank lines can
+all hide what will really run. Each becomes a visible, labelled marker; the card then
+says how many it found. Everything returned is escaped: nothing from the agent is ever
+marked safe as it came.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+# Short labels for the invisible characters people meet most; others show as U+XXXX.
+NAMED = {
+    "\u00a0": "NBSP",
+    "\u00ad": "SHY",
+    "\u034f": "CGJ",
+    "\u061c": "ALM",
+    "\u180e": "MVS",
+    "\u200b": "ZWSP",
+    "\u200c": "ZWNJ",
+    "\u200d": "ZWJ",
+    "\u200e": "LRM",
+    "\u200f": "RLM",
+    "\u2028": "LSEP",
+    "\u2029": "PSEP",
+    "\u202a": "LRE",
+    "\u202b": "RLE",
+    "\u202c": "PDF",
+    "\u202d": "LRO",
+    "\u202e": "RLO",
+    "\u202f": "NNBSP",
+    "\u2060": "WJ",
+    "\u2066": "LRI",
+    "\u2067": "RLI",
+    "\u2068": "FSI",
+    "\u2069": "PDI",
+    "\u3000": "IDSP",
+    "\u3164": "HF",
+    "\ufeff": "BOM",
+    "\r": "CR",
+    "\x1b": "ESC",
+    "\x7f": "DEL",
+}
+# Letters that draw nothing (Hangul fillers, the Braille blank) and variation selectors.
+BLANK_LETTERS = {"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"}
+# A run of spaces or tabs this long inside a line becomes a marker; at the start of a
+# line (indentation in a here-doc or a script) only past LONG_INDENT.
+LONG_RUN = 8
+LONG_INDENT = 16
+# This many blank lines in a row or more collapse into one marker line.
+BLANK_LINES = 3
+SPACE_RUN = re.compile(r"[ \t]+")
+
+
+def is_hidden(char: str) -> bool:
+    """Whether `char` draws nothing, reorders text, or passes for a plain space."""
+    if char in ("\n", "\t", " "):
+        return False
+    if char in NAMED or char in BLANK_LETTERS:
+        return True
+    category = unicodedata.category(char)
+    if category in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp", "Zs"):
+        return True
+    codepoint = ord(char)
+    return 0xFE00 <= codepoint <= 0xFE0F or 0xE0100 <= codepoint <= 0xE01EF
+
+
+def label(char: str) -> str:
+    """The marker text of one hidden character: its short name, else its code point."""
+    return NAMED.get(char) or f"U+{ord(char):04X}"
+
+
+def _title(char: str) -> str:
+    return f"U+{ord(char):04X} {unicodedata.name(char, 'control character')}"
+
+
+def marker(char: str) -> SafeString:
+    return format_html('<span class="hc" title="{}">⟨{}⟩</span>', _title(char), label(char))
+
+
+def count_hidden(text: str) -> int:
+    """How many hidden characters `text` holds (the card's warning counts them)."""
+    return sum(1 for char in text if is_hidden(char))
+
+
+def spelled_out(text: str) -> str:
+    """`text` as plain text (for an attribute) with each hidden character spelled ⟨NAME⟩."""
+    return "".join(f"⟨{label(char)}⟩" if is_hidden(char) else char for char in text)
+
+
+def reveal(text: str) -> SafeString:
+    """`text` escaped, each hidden character replaced by its visible marker."""
+    if not any(is_hidden(char) for char in text):
+        return escape(text)
+    parts = [marker(char) if is_hidden(char) else escape(char) for char in text]
+    return mark_safe("".join(parts))  # noqa: S308 - every part is escaped or a constant marker
+
+
+def reveal_spaces(text: str, *, line_start: bool = False) -> SafeString:
+    """A run of spaces/tabs: kept as it is when short, else one marker saying how long."""
+    limit = LONG_INDENT if line_start else LONG_RUN
+    if len(text) < limit:
+        return escape(text)
+    tabs = text.count("\t")
+    what = f"{len(text)} spaces" if not tabs else f"{len(text) - tabs} spaces, {tabs} tabs"
+    return format_html('<span class="ws-run" title="{}">␣\u00d7{}</span> ', what, len(text))
+
+
+def reveal_whitespace(text: str, *, line_start: bool = False) -> SafeString:
+    """`text` with hidden characters and long space runs made visible.
+
+    - `line_start`: `text` begins a line, so a leading run is indentation.
+    """
+    parts: list[str] = []
+    position = 0
+    for run in SPACE_RUN.finditer(text):
+        parts.append(reveal(text[position : run.start()]))
+        parts.append(reveal_spaces(run.group(), line_start=line_start and run.start() == 0))
+        position = run.end()
+    parts.append(reveal(text[position:]))
+    return mark_safe("".join(parts))  # noqa: S308 - every part escaped by reveal/reveal_spaces
+
+
+@dataclass(frozen=True)
+class Lines:
+    """A text cut into what to show: lines, blank runs collapsed, and the tail the text ends with."""
+
+    shown: list[str | int]  # a line, or the number of blank lines collapsed at that place
+    trailing_newlines: int
+
+    @property
+    def count(self) -> int:
+        return len(self.shown)
+
+
+def split_lines(text: str) -> Lines:
+    """Lines of `text`; runs of BLANK_LINES or more blank lines become one count."""
+    body = text.rstrip("\n")
+    trailing = len(text) - len(body)
+    shown: list[str | int] = []
+    blanks: list[str] = []
+    for line in body.split("\n") if body else []:
+        if line.strip(" \t") == "":
+            blanks.append(line)
+            continue
+        _flush_blanks(shown, blanks)
+        shown.append(line)
+    _flush_blanks(shown, blanks)
+    return Lines(shown, trailing)
+
+
+def _flush_blanks(shown: list[str | int], blanks: list[str]) -> None:
+    if len(blanks) >= BLANK_LINES:
+        shown.append(len(blanks))
+    else:
+        shown.extend(blanks)
+    blanks.clear()
+
+
+def blank_marker(count: int) -> SafeString:
+    return format_html('<span class="ws-lines">⋮ {} blank lines</span>', count)
+
+
+def trailing_marker(count: int) -> SafeString:
+    return format_html('<span class="ws-lines">↵ ends with {} newlines</span>', count)
