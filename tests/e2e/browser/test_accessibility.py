@@ -165,7 +165,8 @@ class NavBadgeTests:
         wait_live(page)
         assert page.locator("#nav-count").inner_text() == "6"
         ask(ci_bot.agent, "npm publish --tag seven")
-        page.wait_for_function("document.getElementById('nav-count').textContent === '7'", timeout=PUSH_TIMEOUT_MS)
+        # Selectors, not wait_for_function: the CSP forbids the eval its polling uses.
+        page.wait_for_selector('#nav-count[data-count="7"]', timeout=PUSH_TIMEOUT_MS)
         in_thread(services.request_decide, request_id=requests[3].pk, behavior="deny", surface="web", user=alice)
-        page.wait_for_function("document.getElementById('nav-count').textContent === '6'", timeout=PUSH_TIMEOUT_MS)
+        page.wait_for_selector('#nav-count[data-count="6"]', timeout=PUSH_TIMEOUT_MS)
         assert page.title().startswith("(6) ")
