@@ -22,6 +22,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from types import FrameType
 from typing import Any
@@ -34,6 +35,7 @@ log = logging.getLogger("gatehouse.serve")
 
 DRAIN_SECONDS = float(os.environ.get("GATEHOUSE_DRAIN_SECONDS", "30"))
 DRAIN_POLL_SECONDS = 0.1
+SHUTDOWN_GRACE_SECONDS = 5.0
 
 
 class DrainingServer(Server):
@@ -62,13 +64,32 @@ class DrainingServer(Server):
     def begin_drain(self, signum: int) -> None:
         if self.draining:
             log.warning("second signal %s: stopping now", signum)
-            self.stop()
+            self.stop_within(SHUTDOWN_GRACE_SECONDS)
             return
         self.draining = True
         log.info("signal %s: draining (up to %.0fs)", signum, DRAIN_SECONDS)
         stopped = [defer.maybeDeferred(port.stopListening) for port in self.ports]
         finished = defer.DeferredList(stopped).addCallback(lambda _: defer.Deferred.fromFuture(self._drain_future()))
-        finished.addBoth(lambda _: self.stop())
+        finished.addBoth(lambda _: self.stop_within(SHUTDOWN_GRACE_SECONDS))
+
+    def stop_within(self, seconds: float) -> None:
+        """Stop the reactor; exit anyway if its shutdown has not finished in `seconds`.
+
+        Daphne's shutdown waits for every application task to finish its cancellation,
+        and a socket's channel-layer receive (channels-redis) can stay "cancelling" for
+        good. By now every socket was told to move and every request in flight finished
+        (or had its `GATEHOUSE_DRAIN_SECONDS`), so nothing is left to lose by leaving.
+        """
+        watchdog = threading.Timer(seconds, self._exit_now, args=(seconds,))
+        watchdog.daemon = True
+        watchdog.start()
+        self.stop()
+
+    @staticmethod
+    def _exit_now(seconds: float) -> None:
+        log.warning("shutdown still waiting for application tasks after %.0fs; exiting", seconds)
+        logging.shutdown()
+        os._exit(0)
 
     def _drain_future(self) -> asyncio.Future[None]:
         return asyncio.ensure_future(self.drain())

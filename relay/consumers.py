@@ -169,6 +169,10 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
             log.exception("%s failed handling event %s", type(self).__name__, message.get("type"))
 
     async def send_json(self, content: dict[str, Any]) -> None:
+        if getattr(self, "drained", False):
+            # Closed by the drain: work still finishing here (a submit that just
+            # committed) reaches the client on its new socket, through resume or replay.
+            return
         await self.send(text_data=json.dumps(content, default=str))
 
     async def send_error(self, code: str, message: str, **extra: Any) -> None:
@@ -210,6 +214,7 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
         self.closing = True
         await self.send_json(drain.RECONNECT_FRAME)
         await self.close(drain.CLOSE_SERVICE_RESTART)
+        self.drained = True
 
     async def group_join(self, group: str) -> None:
         await self.channel_layer.group_add(group, self.channel_name)

@@ -98,7 +98,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def make_prod(database_url: str, redis_url: str, admin_password: str) -> Iterator[ProdLayout]:
+def make_prod(database_url: str, redis_url: str, **extra: str) -> Iterator[ProdLayout]:
     """Run `make prod` (WORKERS Daphne processes behind Caddy); stop it on exit."""
     port, web_port = free_port(), consecutive_free_ports(WORKERS)
     run_dir = ROOT / "var" / f"test-prod-{os.getpid()}"
@@ -114,10 +114,10 @@ def make_prod(database_url: str, redis_url: str, admin_password: str) -> Iterato
         WORKERS=str(WORKERS),
         BIND="127.0.0.1",
         GATEHOUSE_RUN_DIR=str(run_dir),
-        GATEHOUSE_ADMIN_PASSWORD=admin_password,
         GATEHOUSE_ASK_TIMEOUT="300",
         PYTHONUNBUFFERED="1",
     )
+    env.update(extra)
     venv = Path(sys.executable).parent.parent
     log_path = run_dir / "make-prod.log"
     with open(log_path, "wb") as log_file:
@@ -144,7 +144,10 @@ def make_prod(database_url: str, redis_url: str, admin_password: str) -> Iterato
         yield layout
     finally:
         _stop(process)
-    # Kept when the test failed (its log says why); removed after a clean run.
+    # The log outlives the run directory, for the failure that needs it.
+    logs = ROOT / "var" / "test-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    shutil.copy(log_path, logs / f"make-prod-{os.getpid()}.log")
     shutil.rmtree(run_dir, ignore_errors=True)
 
 

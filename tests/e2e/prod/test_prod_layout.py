@@ -14,11 +14,11 @@ import json
 import os
 import re
 import secrets
-import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -30,6 +30,7 @@ from websockets.datastructures import Headers
 from agent.client import GatehouseClient, PendingPermission
 from tests.e2e.prod.layout import ProdLayout, drained_counts, make_prod
 from tests.e2e.prod.postgres import fresh_database
+from tests.fakes.telegram import FakeTelegram, fake_telegram
 from tests.live import ROOT
 from tests.relay.wsclient import of_type, receive_until, send
 
@@ -39,6 +40,8 @@ ALICE_PASSWORD = "alice-password-1"
 AGENTS = 4
 ASKS_EACH = 3
 RESTART_TIMEOUT = 45.0
+TELEGRAM_CHAT = "-100200300"
+ALICE_TELEGRAM = 111  # listed in TELEGRAM_APPROVERS
 
 # Run by `manage.py shell` against the layout's database once it has migrated.
 SETUP = f"""
@@ -57,8 +60,22 @@ print(json.dumps(tokens))
 
 
 @pytest.fixture(scope="module")
-def layout(redis_url: str) -> Iterator[ProdLayout]:
-    with fresh_database() as database_url, make_prod(database_url, redis_url, secrets.token_urlsafe(12)) as running:
+def fake_tg() -> Iterator[FakeTelegram]:
+    with fake_telegram() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def layout(redis_url: str, fake_tg: FakeTelegram) -> Iterator[ProdLayout]:
+    telegram = {
+        "TELEGRAM_BOT_TOKEN": fake_tg.token,
+        "TELEGRAM_CHAT_ID": TELEGRAM_CHAT,
+        "TELEGRAM_APPROVERS": str(ALICE_TELEGRAM),
+        "TELEGRAM_API_URL": fake_tg.url,
+        "TELEGRAM_CHAT_INTERVAL_MS": "0",
+    }
+    admin = {"GATEHOUSE_ADMIN_PASSWORD": secrets.token_urlsafe(12)}
+    with fresh_database() as database_url, make_prod(database_url, redis_url, **telegram, **admin) as running:
         # Agents, hooks and websockets in this process trust Caddy's CA through the
         # standard variable, as a team's agents would.
         previous = os.environ.get("SSL_CERT_FILE")
@@ -127,6 +144,10 @@ def dashboard(layout: ProdLayout, browser: httpx.AsyncClient) -> Any:
     )
 
 
+def restart_env(layout: ProdLayout) -> dict[str, str]:
+    return {**os.environ, "GATEHOUSE_RUN_DIR": str(layout.run_dir), "BIN": str(Path(sys.executable).parent)}
+
+
 def ask(command: str) -> dict[str, Any]:
     return {"tool_name": "Bash", "tool_input": {"command": command}, "session_id": "prod", "cwd": "/srv/project"}
 
@@ -167,6 +188,17 @@ class ProdLayoutTests:
                 assert decision.behavior == "deny"
                 await receive_until(board, of_type("request.decided", id=request_id))
 
+    async def test_it_runs_the_telegram_bot_beside_the_servers(
+        self, layout: ProdLayout, agent_tokens: list[str], fake_tg: FakeTelegram
+    ) -> None:
+        # A web process posts the card; only the bot process (getUpdates) applies the press.
+        async with GatehouseClient(layout.url, agent_tokens[1]) as agent:
+            handle = await agent.submit(ask("kubectl delete pod web-1"))
+            card = await asyncio.to_thread(fake_tg.wait_for, lambda: fake_tg.card_for("kubectl delete pod web-1"))
+            fake_tg.press(card, "Allow once", user_id=ALICE_TELEGRAM)
+            decision = await asyncio.wait_for(handle.decision(), 30)
+        assert (decision.behavior, decision.surface) == ("allow", "telegram")
+
     async def test_it_restarts_a_process_without_losing_or_doubling_an_ask(
         self, layout: ProdLayout, agent_tokens: list[str]
     ) -> None:
@@ -177,11 +209,20 @@ class ProdLayoutTests:
                     await client.start()
                     assert client.mode == "websocket"
                 handles = await self._asks(clients, "before")
-                old_pid = layout.web_pid(1)
-                os.kill(old_pid, signal.SIGTERM)
-                # Agents keep asking while the process drains and comes back.
+                old_pids = [layout.web_pid(n) for n in (1, 2)]
+                # The rolling restart make prod documents: each process in turn drains,
+                # and its successor is ready before the next one goes.
+                restart = await asyncio.create_subprocess_exec(
+                    str(ROOT / "scripts" / "prod-restart.sh"),
+                    env=restart_env(layout),
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.STDOUT,
+                )
+                # Agents keep asking while the processes drain and come back.
                 handles += await self._asks(clients, "during")
-                await self._wait_restarted(layout, old_pid)
+                said, _ = await asyncio.wait_for(restart.communicate(), RESTART_TIMEOUT)
+                assert restart.returncode == 0, said.decode()
+                assert all(layout.web_pid(n) != old for n, old in zip((1, 2), old_pids, strict=True))
                 handles += await self._asks(clients, "after")
                 assert not any(h.done for h in handles), "an ask was decided by the restart"
                 expected: dict[str, str] = {}
@@ -189,13 +230,13 @@ class ProdLayoutTests:
                     expected[str(handle.id)] = "allow" if n % 2 else "deny"
                     await decide(browser, str(handle.id), expected[str(handle.id)])
                 heard = await asyncio.wait_for(asyncio.gather(*(h.decision() for h in handles)), 30)
-                reconnects = sum(client.reconnects for client in clients)
+                reconnects = [client.reconnects for client in clients]
             finally:
                 for client in clients:
                     await client.close()
         assert {d.request_id: d.behavior for d in heard} == expected
-        assert reconnects >= 1, "no agent was on the restarted process"
-        assert drained_counts(layout.log()) and max(drained_counts(layout.log())) >= 1, layout.log()[-3000:]
+        assert all(count >= 1 for count in reconnects), f"an agent was never moved: {reconnects}"
+        assert sum(drained_counts(layout.log())) >= AGENTS, layout.log()[-3000:]
         self._assert_exactly_once(layout, list(expected))
 
     @staticmethod
@@ -207,17 +248,6 @@ class ProdLayoutTests:
         ]
         await asyncio.wait_for(asyncio.gather(*(h.accepted() for h in handles)), RESTART_TIMEOUT)
         return handles
-
-    @staticmethod
-    async def _wait_restarted(layout: ProdLayout, old_pid: int) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + RESTART_TIMEOUT
-        while loop.time() < deadline:
-            fresh = (layout.run_dir / "web-1.pid").read_text().strip() != str(old_pid)
-            if fresh and await asyncio.to_thread(layout.ready_directly, 1):
-                return
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"web1 did not come back:\n{layout.log()[-3000:]}")
 
     @staticmethod
     def _assert_exactly_once(layout: ProdLayout, request_ids: list[str]) -> None:
