@@ -148,6 +148,27 @@ class PermissionRequest(models.Model):
     def __str__(self) -> str:
         return f"{self.tool_name} by {self.agent_id} ({self.state})"
 
+    def outcome_sentence(self, decision: Decision | None, *, holder: str = "", late: bool = False) -> str:
+        """Who decided what, in the words every surface uses: 'allowed by alice via web'.
+
+        - `late`: said to whoever answered second: 'already decided by alice via web (allowed)'.
+        - `holder`: who holds the claim while no decision is recorded yet.
+        Surfaces add only their markup (a capital, an icon, a full stop).
+        """
+        already = "already " if late else ""
+        if decision is None:
+            if holder:
+                return f"{already}being decided by {holder}"
+            return "no longer pending" if late else str(self.state)
+        if self.state == RequestState.EXPIRED:
+            return f"{already}expired: nobody answered before the deadline"
+        by = f"by {decision.decided_by} via {decision.surface}"
+        if self.state == RequestState.CANCELLED:
+            detail = decision.reason.get("detail") if isinstance(decision.reason, dict) else ""
+            return f"{already}cancelled {by}" + (f" ({detail})" if detail else "")
+        verb = {"allow": "allowed", "deny": "denied"}.get(decision.behavior, "decided")
+        return f"{already}decided {by} ({verb})" if late else f"{verb} {by}"
+
 
 class AuditTamperError(Exception):
     pass

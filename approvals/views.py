@@ -155,11 +155,8 @@ def request_decide(request: HttpRequest, request_id: UUID) -> HttpResponse:
 
 
 def _lost_message(result: services.DecideResult) -> str:
-    if result.decision is not None:
-        return f"Already decided by {result.decision.decided_by} via {result.decision.surface}."
-    if result.holder:
-        return f"Already being decided by {result.holder}."
-    return "Already decided."
+    text = result.request.outcome_sentence(result.decision, holder=result.holder, late=True)
+    return f"{text[:1].upper()}{text[1:]}."
 
 
 def _decide_answer(request: HttpRequest, req: Any, status: int, message: str) -> HttpResponse:

@@ -73,24 +73,9 @@ def answer(
 
 def loser_message(result: DecideResult) -> str:
     """'already decided by X via Y', for whichever surface arrived second."""
-    return outcome_text(result.request, result.decision, holder=result.holder, prefix="already ")
-
-
-def outcome_text(request: PermissionRequest, decision: Decision | None, *, holder: str = "", prefix: str = "") -> str:
-    """How a finished request is described on every surface: 'allowed by alice via web'."""
-    if decision is None:
-        if holder:
-            return f"{prefix}being decided by {holder}"
-        return f"{prefix}{request.state}"
-    if request.state == RequestState.EXPIRED:
-        return f"{prefix}expired: nobody answered before the deadline"
-    if request.state == RequestState.CANCELLED:
-        detail = decision.reason.get("detail") if isinstance(decision.reason, dict) else ""
-        return f"{prefix}cancelled by the agent" + (f" ({detail})" if detail else "")
-    verb = {"allow": "allowed", "deny": "denied"}.get(decision.behavior, "decided")
-    if prefix:
-        return f"{prefix}decided by {decision.decided_by} via {decision.surface} ({verb})"
-    return f"{verb} by {decision.decided_by} via {decision.surface}"
+    if result.request is None:
+        return "no longer pending"
+    return result.request.outcome_sentence(result.decision, holder=result.holder, late=True)
 
 
 # --- automated racers -----------------------------------------------------------------------

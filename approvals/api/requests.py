@@ -70,12 +70,10 @@ def request_response(request: PermissionRequest, decision: Decision | None, *, w
 
 def already_finished(request: PermissionRequest, decision: Decision | None, holder: str = "") -> Response:
     """409 for every loser, naming the winner and the surface it used."""
+    message = request.outcome_sentence(decision, holder=holder or "someone else", late=True)
     if decision is not None:
-        verb = {"cancelled": "cancelled", "expired": "expired"}.get(request.state, "decided")
-        message = f"already {verb} by {decision.decided_by} via {decision.surface}"
         extra = {"decided_by": decision.decided_by, "surface": decision.surface}
     else:
-        message = f"already being decided by {holder or 'someone else'}"
         extra = {"decided_by": holder, "surface": ""}
     body = error_body("already_decided", message, **extra)
     body["request"] = RequestOutputSerializer(selectors.request_payload(request, decision)).data

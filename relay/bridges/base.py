@@ -150,28 +150,26 @@ def destructive_warning(request: PermissionRequest) -> str:
     return str(warning) if warning else ""
 
 
-def already_decided_text(decision: Decision | None, holder: str = "") -> str:
+def already_decided_text(request: PermissionRequest, decision: Decision | None, holder: str = "") -> str:
     """What a loser of the race is told: "Already decided by alice via web (allowed)."."""
-    if decision is None and not holder:
-        return "This request is no longer pending."
-    text = race.loser_message(DecideResult(False, decision.request if decision else None, decision, holder))  # type: ignore[arg-type]
-    return text[:1].upper() + text[1:] + "."
+    text = request.outcome_sentence(decision, holder=holder, late=True)
+    return f"{text[:1].upper()}{text[1:]}."
+
+
+OUTCOME_ICONS = {"expired": "⌛", "cancelled": "↩️", "allow": "✅", "deny": "⛔"}
 
 
 def outcome_text(request: PermissionRequest, decision: Decision) -> str:
-    """One line for the edited card: who decided, how, and where."""
-    if request.state == RequestState.EXPIRED:
-        return "⌛ Expired — nobody answered before the deadline, so it was denied."
-    if request.state == RequestState.CANCELLED:
-        detail = str((decision.reason or {}).get("detail") or "withdrawn by the agent")
-        return f"↩️ Cancelled — {detail}."
-    allowed = decision.behavior == "allow"
-    line = f"{'✅ Allowed' if allowed else '⛔ Denied'} by {decision.decided_by} via {decision.surface}"
+    """One line for the edited card: the model's outcome sentence, an icon, and what was saved or said."""
+    text = request.outcome_sentence(decision)
+    icon = OUTCOME_ICONS.get(request.state) or OUTCOME_ICONS.get(decision.behavior, "")
+    line = f"{icon} {text[:1].upper()}{text[1:]}"
+    allowed = request.state == RequestState.DECIDED and decision.behavior == "allow"
     saved = (decision.reason or {}).get("saved_rule")
     if allowed and saved:
         line += f" · rule saved: {saved}"
     custom = decision.message and not decision.message.startswith("Denied by")
-    if not allowed and decision.surface != "engine" and custom:
+    if request.state == RequestState.DECIDED and not allowed and decision.surface != "engine" and custom:
         line += f" — “{decision.message}”"
     return line + "."
 
@@ -256,7 +254,7 @@ def check_press(press: Press, approvers: list[str]) -> tuple[PressOutcome | None
         return refuse(press, why), request, user
     if request.state != RequestState.PENDING:
         APPLIED_PRESSES.labels(press.surface, "late").inc()
-        decided = already_decided_text(approval_selectors.decision_for(request))
+        decided = already_decided_text(request, approval_selectors.decision_for(request))
         return PressOutcome(False, False, decided, request), request, user
     return None, request, user
 
@@ -275,7 +273,9 @@ def apply_press(press: Press, approvers: list[str]) -> PressOutcome:
         return PressOutcome(False, False, str(exc), request)
     if not result.won:
         APPLIED_PRESSES.labels(press.surface, "late").inc()
-        return PressOutcome(False, False, already_decided_text(result.decision, result.holder), result.request)
+        return PressOutcome(
+            False, False, already_decided_text(result.request, result.decision, result.holder), result.request
+        )
     APPLIED_PRESSES.labels(press.surface, "won").inc()
     return PressOutcome(True, False, f"{ACTIONS[press.action][2]}: done.", result.request)
 

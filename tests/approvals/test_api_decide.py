@@ -38,7 +38,7 @@ class DecideTests:
         assert late.status_code == 409
         error = late.json()["error"]
         assert error["code"] == "already_decided"
-        assert error["message"] == "already decided by alice via api"
+        assert error["message"] == "already decided by alice via api (denied)"
         assert late.json()["request"]["decision"]["behavior"] == "deny"
         assert Decision.objects.filter(request=request).count() == 1
 
@@ -50,7 +50,7 @@ class DecideTests:
         assert cancel.json()["status"] == "cancelled"
         late = api_as(alice).post(decide_url(request), {"behavior": "allow"})
         assert late.status_code == 409
-        assert late.json()["error"]["message"] == "already cancelled by agent ci-bot via local"
+        assert late.json()["error"]["message"] == "already cancelled by agent ci-bot via local (answered locally)"
 
     def test_it_records_surface_web_for_a_browser_session_with_csrf(self, alice: Any, pending: Any) -> None:
         request = pending()

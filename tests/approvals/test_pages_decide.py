@@ -57,7 +57,7 @@ class DecidePostTests:
             f"/requests/{req.pk}/decide", {"action": "deny"}, HTTP_ACCEPT="application/json"
         )
         assert response.status_code == 409
-        assert response.json()["message"] == "Already decided by alice via web."
+        assert response.json()["message"] == "Already decided by alice via web (allowed)."
         assert Decision.objects.filter(request=req).count() == 1
 
     def test_it_refuses_a_forged_post_from_bob_the_viewer(self, bob: Any, ci_bot: Any) -> None:

@@ -25,7 +25,7 @@ class TelegramSyncTests:
         request = ask(ci_bot.agent)
         card = fake_tg.wait_for(lambda: fake_tg.card_for("ci-bot"))
         services.request_cancel(request=request, reason="answered locally")
-        fake_tg.wait_for(lambda: "↩️ Cancelled — answered locally." in card.text)
+        fake_tg.wait_for(lambda: "↩️ Cancelled by agent ci-bot via local (answered locally)." in card.text)
 
     def test_it_edits_the_message_when_the_request_expires(self, fake_tg, telegram_bridge, ci_bot):
         from approvals import services
