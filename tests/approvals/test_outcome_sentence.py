@@ -29,6 +29,7 @@ class OutcomeSentenceTests:
         request = ask(ci_bot.agent)
         result = services.request_decide(request_id=request.pk, behavior="allow", surface="web", user=alice)
         request.refresh_from_db()
+        assert result.decision is not None
         sentence = request.outcome_sentence(result.decision, late=True)
         assert already_decided_text(request, result.decision) == "Already decided by alice via web (allowed)."
         assert outcome_text(request, result.decision) == "✅ Allowed by alice via web."
