@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from django.db import connection, transaction
 
 from approvals.audit import GENESIS_HASH, canonical_json, chain_start, chained_fields, lock_chain_head, row_hash
 from approvals.models import AuditCut, Decision, PermissionRequest
+
+log = logging.getLogger(__name__)
 
 FORMAT = "gatehouse-audit-archive"
 VERSION = 1
@@ -107,6 +110,7 @@ def archive_before(before: datetime, directory: Path) -> ArchiveResult:
             file_sha256=file_sha256(path),
         )
         _delete_through(through)
+    log.warning("audit archive: decisions %d..%d (%d rows) moved to %s", first, through, count, path)
     return ArchiveResult(cut, path)
 
 

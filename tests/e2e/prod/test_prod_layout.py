@@ -2,9 +2,10 @@
 
 PostgreSQL and Redis (private ones when none answer), Caddy with its internal CA in
 front of two Daphne processes, the sweeper beside them. The test trusts Caddy's CA file
-and nothing else, and reaches the processes only through the proxy. Then one Daphne
-process is restarted with asks pending and agents connected: every ask is answered
-exactly once.
+and nothing else, and reaches the processes only through the proxy. Then the Daphne
+processes are restarted one at a time (`scripts/prod-restart.sh`) with asks pending and
+agents connected and asking: every ask is answered exactly once. The Telegram bot runs
+beside them and applies a press.
 """
 
 from __future__ import annotations
