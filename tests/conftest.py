@@ -214,6 +214,7 @@ DB_ENGINE_SUITES = (
     "tests/approvals/test_events.py",
     "tests/approvals/test_rules_cache.py",
     "tests/approvals/test_submit_statements.py",
+    "tests/approvals/test_what_if.py",
     "tests/approvals/test_waiting.py",
     "tests/relay/test_claims.py",
     "tests/relay/test_deadlines.py",
