@@ -478,6 +478,7 @@ def _evaluation(
         "suggested_rules": data["suggested_rules"],
         "destructive_warning": data["destructive_warning"],
         "updated_input": data["updated_input"],
+        "reserved": data["reserved"],
     }
 
 

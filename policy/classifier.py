@@ -70,6 +70,9 @@ def classify_readonly(
     analysis = analyse(command, cwd, additional_directories, home)
     if not analysis.can_auto_allow:
         return _verdict(None, "the command cannot be analysed as read-only")
+    if analysis.write_targets:
+        # A redirect, ``tee``, ``cp``… writes: never read-only, whatever the command.
+        return _verdict(None, f"it writes to {analysis.write_targets[0][0]}")
     roots = working_directories(cwd, additional_directories, home)
     for simple in analysis.commands:
         problem = _readonly_problem(simple.words, simple.wrappers, cwd, home, roots)

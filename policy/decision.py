@@ -40,6 +40,9 @@ class Decision:
     denial_state: dict[str, Any] = field(default_factory=dict)
     tool_name: str = ""
     tool_input: dict[str, Any] = field(default_factory=dict)
+    # An ask reserved for a person (an ask rule, a safety check, a hook's ask, a word
+    # that could match a deny rule): no classifier, automated racer or mode answers it.
+    reserved: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict (what ``python -m policy decide`` prints)."""
@@ -55,6 +58,7 @@ class Decision:
             "denial_state": dict(self.denial_state),
             "tool_name": self.tool_name,
             "tool_input": self.tool_input,
+            "reserved": self.reserved,
         }
 
 

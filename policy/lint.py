@@ -103,9 +103,9 @@ def _covers(wide: CompiledRule, narrow: CompiledRule) -> bool:
         if "*" in literal:
             return False
         extended = narrow.rule.content.endswith(("*",))
-        if wide.command.regex.fullmatch(literal) is None:
+        if not wide.command.fullmatch(literal):
             return False
-        return not extended or wide.command.regex.fullmatch(literal + " --anything") is not None
+        return not extended or wide.command.fullmatch(literal + " --anything")
     if wide.path is not None and narrow.path is not None:
         return wide.path.root == narrow.path.root and wide.path.pattern in ("**", narrow.path.pattern)
     if wide.domain is not None and narrow.domain is not None:

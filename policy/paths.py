@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 import os.path
@@ -9,17 +10,31 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-# Writes here change how the repository, the agent or the user's shell behaves next
-# time, so they are a safety check that asks even in bypassPermissions.
-PROTECTED_DIRS = (".git", ".claude", ".vscode", ".idea", ".husky")
-# Claude Code exempts these: agents routinely write commands, agents and skills.
-PROTECTED_EXEMPT = (".claude/commands", ".claude/agents", ".claude/skills")
+# Writes here change how the repository, the agent, the editor or the user's shell
+# behaves next time (hooks, fsmonitor, tasks, aliases, build wrappers), so they are a
+# safety check that asks in every mode, bypassPermissions included. Matched without
+# regard to case: on case-insensitive file systems ``.GIT/hooks`` is ``.git/hooks``.
+PROTECTED_DIRS = (
+    ".git",
+    ".claude",
+    ".vscode",
+    ".idea",
+    ".husky",
+    ".config/git",
+    ".cargo",
+    ".devcontainer",
+    ".yarn",
+    ".mvn",
+)
+# Claude Code exempts only this: worktrees it creates for agents.
+PROTECTED_EXEMPT = (".claude/worktrees",)
 PROTECTED_FILES = frozenset(
     {
         ".bashrc",
         ".bash_profile",
         ".bash_login",
         ".bash_logout",
+        ".bash_aliases",
         ".profile",
         ".zshrc",
         ".zshenv",
@@ -30,6 +45,7 @@ PROTECTED_FILES = frozenset(
         ".tcshrc",
         ".kshrc",
         ".inputrc",
+        ".envrc",
         ".gitconfig",
         ".gitmodules",
         ".mcp.json",
@@ -38,8 +54,16 @@ PROTECTED_FILES = frozenset(
         ".npmrc",
         ".pypirc",
         ".netrc",
+        "bunfig.toml",
+        ".bazelrc",
+        ".pre-commit-config.yaml",
+        "gradle-wrapper.properties",
+        "maven-wrapper.properties",
+        "pyrightconfig.json",
     }
 )
+# Families of names: every ``.yarnrc*`` and lefthook's config files in all their spellings.
+PROTECTED_FILE_PREFIXES = (".yarnrc", "lefthook.", "lefthook-local.", ".lefthook.", ".lefthook-local.")
 DEVICE_PREFIXES = ("/dev/", "/proc/", "/sys/")
 HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
@@ -58,10 +82,15 @@ class NormalPath:
 
 
 def expand_home(path: str, home: str) -> str:
+    """``~``, ``~/x`` and ``~USER/x`` where USER owns ``home`` (its last component)."""
     if path == "~":
         return home
     if path.startswith("~/"):
         return os.path.join(home, path[2:])
+    if path.startswith("~") and home not in ("", "/"):
+        user, _, rest = path[1:].partition("/")
+        if user == os.path.basename(home.rstrip("/")):
+            return os.path.join(home, rest) if rest else home
     return path
 
 
@@ -163,20 +192,64 @@ def inside_any(path: NormalPath, roots: Iterable[str]) -> bool:
 
 
 def protected_reason(path: NormalPath) -> str | None:
-    """Name the protected location a write would touch, or None."""
+    """Name the protected location a write would touch, or None (case-insensitive)."""
     for candidate in path.variants():
-        parts = candidate.split("/")
-        if parts[-1] in PROTECTED_FILES:
-            return f"{parts[-1]} configures your shell or tools"
-        joined = "/".join(parts)
-        for index, part in enumerate(parts[:-1]):
-            if part not in PROTECTED_DIRS:
+        parts = candidate.lower().split("/")
+        name = parts[-1]
+        if name in PROTECTED_FILES or name.startswith(PROTECTED_FILE_PREFIXES):
+            return f"{candidate.split('/')[-1]} configures your shell, repository or tools"
+        found = _protected_dir(parts)
+        if found:
+            return f"{found}/ is a protected directory ({candidate})"
+    return None
+
+
+def _protected_dir(parts: list[str]) -> str | None:
+    """The protected directory ``parts`` (lower-cased) is, or lies in, if any."""
+    for index in range(len(parts)):
+        for entry in PROTECTED_DIRS:
+            size = entry.count("/") + 1
+            if "/".join(parts[index : index + size]) != entry:
                 continue
             tail = "/".join(parts[index:])
-            if any(tail.startswith(e + "/") for e in PROTECTED_EXEMPT):
+            if any(tail == e or tail.startswith(e + "/") for e in PROTECTED_EXEMPT):
                 continue
-            return f"{part}/ is a protected directory ({joined})"
+            return entry
     return None
+
+
+_PROTECTED_NAMES = tuple(sorted({*PROTECTED_FILES, *(d.split("/")[0] for d in PROTECTED_DIRS)}))
+
+
+def could_be_protected(word: str, resolver: PathResolver) -> bool:
+    """Could a glob or expansion the shell fills in name a protected path?
+
+    The known directory before the first wildcard is checked as a path; each glob
+    segment after it is compared with the protected names. A shell glob skips names
+    starting with "." unless it starts with one (``rm -rf *`` leaves ``.git``).
+    Expansions (``$X``) and another user's ``~bob`` could be anything.
+    """
+    if "$" in word or "`" in word or (word.startswith("~") and expand_home(word, resolver.home) == word):
+        return True
+    cut = min((word.find(c) for c in "*?[" if c in word), default=len(word))
+    slash = word.rfind("/", 0, cut)
+    directory = word[: slash + 1] if slash >= 0 else "."
+    if protected_reason(resolver.normalise(directory)):
+        return True
+    for segment in word[slash + 1 :].lower().split("/"):
+        if any(_glob_meets(name, segment) for name in _PROTECTED_NAMES):
+            return True
+        if any(segment.startswith(p) for p in PROTECTED_FILE_PREFIXES):
+            return True
+    return False
+
+
+def _glob_meets(name: str, segment: str) -> bool:
+    if name.startswith(".") and not segment.startswith("."):
+        return False
+    return fnmatch.fnmatchcase(name, segment) or any(
+        fnmatch.fnmatchcase(prefix + "x", segment) for prefix in PROTECTED_FILE_PREFIXES
+    )
 
 
 def device_reason(path: NormalPath) -> str | None:

@@ -133,6 +133,19 @@ def classifier_verdict(call: dict[str, Any], *, team_id: int) -> PreDecisionWork
     return work
 
 
+# Reason types the engine gives only to asks a person must answer (rows stored before
+# the engine marked ``reserved`` are read by these).
+_RESERVED_REASONS = frozenset({"safetyCheck", "hook"})
+
+
+def ask_is_reserved(evaluation: dict[str, Any]) -> bool:
+    """True when the engine reserved this ask for a person (SPEC: classifiers decide the rest)."""
+    if "reserved" in evaluation:
+        return bool(evaluation["reserved"])
+    reason = evaluation.get("reason") or {}
+    return reason.get("type") in _RESERVED_REASONS or (reason.get("type") == "rule" and reason.get("behavior") == "ask")
+
+
 class ClassifierRacer:
     """The LLM classifier in the interactive race: it may allow an ask, never deny it."""
 
@@ -142,6 +155,8 @@ class ClassifierRacer:
         self.classifier = classifier
 
     def offers(self, request: PermissionRequest) -> list[Offer]:
+        if ask_is_reserved(request.evaluation or {}):
+            return []  # an ask rule or a safety check asked for a person, not a classifier
         verdict = self.classifier.classify(
             {"tool_name": request.tool_name, "tool_input": request.tool_input, "cwd": request.cwd}
         )

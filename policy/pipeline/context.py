@@ -6,11 +6,11 @@ import os.path
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from policy.paths import NormalPath, PathResolver, is_inside, working_directories
 from policy.shell import ShellAnalysis, analyse
 from policy.tools import ToolSpec
+from policy.urls import WebUrl, parse_web_url
 
 
 @dataclass
@@ -28,6 +28,7 @@ class CallContext:
     paths: list[NormalPath] = field(default_factory=list)
     analysis: ShellAnalysis | None = None
     host: str | None = None
+    web_url: WebUrl | None = None
     # One resolver per decision: a path named twice (a redirect target that is also an
     # operand) is resolved once, and nothing resolved outlives the decision.
     resolver: PathResolver = field(init=False, repr=False)
@@ -47,6 +48,7 @@ class CallContext:
         """
         if self._operand_paths is None:
             commands = self.analysis.commands if self.analysis is not None else []
+            redirects = self.analysis.redirect_paths if self.analysis is not None else ()
             self._operand_paths = [
                 self.resolver.normalise(word)
                 for command in commands
@@ -54,6 +56,8 @@ class CallContext:
                 # Any operand may name a file; options cannot.
                 if word and not word.startswith("-")
             ]
+            # ``cat < .env`` reads .env and ``> x`` writes x: the rules see them too.
+            self._operand_paths += [self.resolver.normalise(target) for target in redirects if target]
         return self._operand_paths
 
     def relative_to_roots(self, path: str) -> dict[str, str | None]:
@@ -127,7 +131,8 @@ def build_context(
     elif spec.kind in ("read", "edit"):
         ctx.paths = [ctx.resolver.normalise(p) for p in _input_paths(spec, tool_input, cwd)]
     elif spec.kind == "web":
-        ctx.host = (urlsplit(tool_input.get("url", "")).hostname or "").lower()
+        ctx.web_url = parse_web_url(str(tool_input.get("url", "")))
+        ctx.host = ctx.web_url.host if ctx.web_url is not None else ""
     return ctx
 
 

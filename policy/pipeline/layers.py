@@ -9,6 +9,7 @@ from policy.pipeline.matching import find_rule
 from policy.pipeline.request import Request
 from policy.pipeline.state import Run, Verdict
 from policy.pipeline.toolcheck import ToolCheck, check_tool
+from policy.pipeline.unresolved import reserved_by_unresolved
 from policy.rules.compiled import CompiledRule, CompiledRules
 
 
@@ -26,14 +27,31 @@ def _rule_verdict(rule: CompiledRule, ctx: CallContext) -> Verdict:
 
 
 def deny_and_ask_rules(rules: CompiledRules, ctx: CallContext, run: Run) -> Verdict | None:
-    """Layers 1a and 1b: a deny rule from any source wins, then an ask rule."""
+    """Layers 1a and 1b: a deny rule from any source wins, then an ask rule.
+
+    After each, a word only known at run time that could match such a rule reserves
+    the call for a person.
+    """
     for behavior, layer in (("deny", "denyRules"), ("ask", "askRules")):
         rule = find_rule(rules, behavior, ctx)
         if rule is not None:
             run.step(layer, behavior, rule=rule.text, source=rule.source)
             return _rule_verdict(rule, ctx)
         run.step(layer, "noMatch")
+        reserved = _unresolved_verdict(rules, behavior, ctx, run)
+        if reserved is not None:
+            return reserved
     return None
+
+
+def _unresolved_verdict(rules: CompiledRules, behavior: str, ctx: CallContext, run: Run) -> Verdict | None:
+    found = reserved_by_unresolved(rules, behavior, ctx)
+    if found is None:
+        return None
+    rule, word = found
+    detail = f"{word} is only known when the command runs and could match the {behavior} rule {rule.text}"
+    run.step("unresolvedWords", "ask", word=word, rule=rule.text, source=rule.source)
+    return Verdict("ask", simple_reason("safetyCheck", detail), f"This command needs approval: {detail}.", forced=True)
 
 
 def hook_forced(outcome: HookOutcome, rules: CompiledRules, ctx: CallContext, run: Run) -> Verdict:
@@ -46,11 +64,17 @@ def hook_forced(outcome: HookOutcome, rules: CompiledRules, ctx: CallContext, ru
     hook_message = outcome.message or f"Hook {outcome.hook} asked for approval."
     if outcome.behavior == "ask":
         return Verdict("ask", hook_reason(outcome.hook, "ask"), hook_message, forced=True)
+    reserved = _unresolved_verdict(rules, "deny", ctx, run)
+    if reserved is not None:
+        return reserved
     asked = find_rule(rules, "ask", ctx)
     if asked is not None:
         run.step("askRules", "ask", rule=asked.text, source=asked.source)
         return _rule_verdict(asked, ctx)
     run.step("askRules", "noMatch")
+    reserved = _unresolved_verdict(rules, "ask", ctx, run)
+    if reserved is not None:
+        return reserved
     check = check_tool(ctx)
     if check.final:
         run.step("toolCheck", check.behavior, **check.reason)

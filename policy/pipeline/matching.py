@@ -114,7 +114,7 @@ def _command_rules(index: RuleIndex, forms: Sequence[tuple[str, str]], now: date
 def _first_command_match(bucket: list[CompiledRule], form: str, now: datetime) -> CompiledRule | None:
     for rule in bucket:  # strongest source first
         command = rule.command
-        if command is not None and command.regex.fullmatch(form) and (rule.expires_at is None or rule.expires_at > now):
+        if command is not None and command.fullmatch(form) and (rule.expires_at is None or rule.expires_at > now):
             return rule
     return None
 
@@ -165,4 +165,4 @@ def _candidates(index: RuleIndex, ctx: CallContext, spellings: list[str]) -> lis
 def _path_matches(rule: CompiledRule, path: str, ctx: CallContext) -> bool:
     assert rule.path is not None
     relative = ctx.relative_to_roots(path)[rule.path.root]
-    return relative is not None and rule.path.regex.match(relative) is not None
+    return relative is not None and rule.path.match(relative)

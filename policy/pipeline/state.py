@@ -39,4 +39,5 @@ class Run:
             trace=list(self.trace),
             tool_name=self.tool_name,
             tool_input=self.tool_input,
+            reserved=verdict.behavior == "ask" and verdict.forced,
         )

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policy.decision import mode_reason, simple_reason
-from policy.paths import device_reason, inside_any, protected_reason
+from policy.paths import could_be_protected, device_reason, inside_any, protected_reason
 from policy.pipeline.context import CallContext
+from policy.urls import private_reason
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ def check_tool(ctx: CallContext) -> ToolCheck:
         return _check_edit(ctx)
     if kind == "read":
         return _check_read(ctx)
+    if kind == "web":
+        return _check_web(ctx)
     if kind == "other" and ctx.spec.read_only:
         # TodoWrite, BashOutput, ExitPlanMode: Claude Code never prompts for these.
         return ToolCheck("allow", simple_reason("other", f"{ctx.spec.name} needs no permission"))
@@ -39,7 +42,18 @@ def check_tool(ctx: CallContext) -> ToolCheck:
 
 def _check_bash(ctx: CallContext) -> ToolCheck:
     analysis = ctx.analysis
-    if analysis is None or analysis.can_auto_allow:
+    if analysis is None:
+        return PASSTHROUGH
+    protected = _protected_write(analysis.write_targets, ctx)
+    if protected:
+        # As for Write and Edit: a safety check no rule, mode or classifier answers.
+        return ToolCheck(
+            "ask",
+            simple_reason("safetyCheck", protected),
+            f"This command needs approval: {protected}.",
+            final=True,
+        )
+    if analysis.can_auto_allow:
         return PASSTHROUGH
     detail = "; ".join(analysis.blockers) or "the command is empty"
     return ToolCheck(
@@ -47,6 +61,18 @@ def _check_bash(ctx: CallContext) -> ToolCheck:
         simple_reason("other", f"shell analysis: {detail}"),
         f"This command needs approval because {detail}.",
     )
+
+
+def _protected_write(targets: tuple[tuple[str, bool], ...], ctx: CallContext) -> str | None:
+    for target, unresolved in targets:
+        if unresolved:
+            if could_be_protected(target, ctx.resolver):
+                return f"it writes to {target}, which is only known when it runs and could be a protected path"
+            continue
+        reason = protected_reason(ctx.resolver.normalise(target))
+        if reason:
+            return f"it writes to {target}: {reason}"
+    return None
 
 
 def _check_edit(ctx: CallContext) -> ToolCheck:
@@ -89,6 +115,20 @@ def _check_read(ctx: CallContext) -> ToolCheck:
         "ask",
         simple_reason("workingDirectory", f"{outside.lexical} is outside the working directories"),
         f"Reading {outside.lexical} needs approval: it is outside the working directories.",
+    )
+
+
+def _check_web(ctx: CallContext) -> ToolCheck:
+    reason = private_reason(ctx.web_url) if ctx.web_url is not None else None
+    if reason is None:
+        return PASSTHROUGH
+    # Final: a WebFetch allow rule (or a mode) names a domain, and must not open the
+    # local network to whoever controls where that name or a redirect points.
+    return ToolCheck(
+        "ask",
+        simple_reason("safetyCheck", reason),
+        f"Fetching {ctx.tool_input.get('url', '')} needs approval: {reason}.",
+        final=True,
     )
 
 

@@ -7,6 +7,10 @@ from dataclasses import dataclass
 
 # Tool names are identifiers; MCP names may carry hyphens (``mcp__my-server__tool``).
 _TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+# Every rule is matched on every call of its tool, so its size bounds per-call work:
+# long enough for an exact-command grant of a long command line, no longer.
+MAX_RULE_CHARS = 8192
+MAX_WILDCARDS = 32
 
 
 class RuleSyntaxError(ValueError):
@@ -62,6 +66,8 @@ def parse_rule(text: object) -> Rule:
     stripped = text.strip()
     if not stripped:
         raise RuleSyntaxError("empty rule")
+    if len(stripped) > MAX_RULE_CHARS:
+        raise RuleSyntaxError(f"{stripped[:60]}…: a rule may be at most {MAX_RULE_CHARS} characters")
     open_at = _first_unescaped(stripped, "(")
     if open_at == -1:
         if _first_unescaped(stripped, ")") != -1:

@@ -7,17 +7,22 @@ from dataclasses import dataclass
 
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
-from policy.rules.parse import RuleSyntaxError
+from policy.rules.globs import CommandGlob, PathGlob, compile_path_glob
+from policy.rules.parse import MAX_WILDCARDS, RuleSyntaxError
 
 _UNESCAPED_STAR = re.compile(r"(?<!\\)\*")
+_STAR_RUNS = re.compile(r"\*+")
 
 
 @dataclass(frozen=True)
 class CommandPattern:
     """A compiled Bash specifier; ``key`` is the literal first word, for indexing."""
 
-    regex: re.Pattern[str]
+    glob: CommandGlob
     key: str | None
+
+    def fullmatch(self, text: str) -> bool:
+        return self.glob.fullmatch(text)
 
 
 def compile_command(content: str, rule_text: str) -> CommandPattern:
@@ -31,17 +36,18 @@ def compile_command(content: str, rule_text: str) -> CommandPattern:
     if not body.strip():
         raise RuleSyntaxError(f"{rule_text}: empty command prefix")
     parts = _UNESCAPED_STAR.split(body)
-    literal = [re.escape(p.replace("\\*", "*")) for p in parts]
+    if len(parts) - 1 > MAX_WILDCARDS:
+        raise RuleSyntaxError(f"{rule_text}: at most {MAX_WILDCARDS} wildcards in one rule")
     if prefix_rule:
         # ``git commit:*`` is ``git commit`` alone or followed by whitespace and more.
-        pattern = ".*".join(literal) + r"(?:\s.*)?"
+        glob = CommandGlob.from_body(body, word_tail=True)
     elif len(parts) == 2 and parts[1] == "" and parts[0].endswith(" "):
         # ``git *``: the trailing wildcard is optional, and the space is a word
         # boundary, so it matches ``git`` and ``git status`` but not ``gitk``.
-        pattern = re.escape(parts[0].rstrip(" ").replace("\\*", "*")) + r"(?:\s.*)?"
+        glob = CommandGlob((parts[0].rstrip(" ").replace("\\*", "*"),), word_tail=True)
     else:
-        pattern = ".*".join(literal)
-    return CommandPattern(re.compile(pattern, re.DOTALL), _first_word_key(parts[0], len(parts)))
+        glob = CommandGlob.from_body(body, word_tail=False)
+    return CommandPattern(glob, _first_word_key(parts[0], len(parts)))
 
 
 def _first_word_key(head: str, parts: int) -> str | None:
@@ -59,9 +65,12 @@ class PathPattern:
     """A gitignore-style path pattern and the directory it is relative to."""
 
     root: str  # "abs", "home" or "cwd"
-    regex: re.Pattern[str]
+    glob: PathGlob
     pattern: str
     anchor: str | None = None  # literal first path segment, when the pattern has one
+
+    def match(self, relative: str) -> bool:
+        return self.glob.match(relative)
 
 
 def compile_path(content: str, rule_text: str) -> PathPattern:
@@ -81,10 +90,16 @@ def compile_path(content: str, rule_text: str) -> PathPattern:
         root, pattern = "cwd", text
     if pattern in ("/", ""):
         pattern = "**"
-    compiled = GitIgnoreSpecPattern(pattern)
+    if len(_STAR_RUNS.findall(pattern)) > MAX_WILDCARDS:
+        raise RuleSyntaxError(f"{rule_text}: too many wildcards in one path pattern")
+    try:
+        # pathspec still validates the pattern; matching uses the linear PathGlob.
+        compiled = GitIgnoreSpecPattern(pattern)
+    except (ValueError, re.error):
+        raise RuleSyntaxError(f"{rule_text}: {content!r} is not a usable path pattern") from None
     if compiled.regex is None or not compiled.include:
         raise RuleSyntaxError(f"{rule_text}: {content!r} is not a usable path pattern")
-    return PathPattern(root, compiled.regex, pattern, _anchor(pattern))
+    return PathPattern(root, compile_path_glob(pattern, rule_text), pattern, _anchor(pattern))
 
 
 def _anchor(pattern: str) -> str | None:

@@ -35,6 +35,10 @@ class ShellAnalysis:
     redirects_outside: tuple[str, ...]
     destructive_warning: str | None
     suggested_rules: tuple[str, ...]
+    # Every redirect target as written (``cat < .env`` reads .env), and the files the
+    # line writes (redirects, ``tee``, ``cp`` …) with whether each is only known at run time.
+    redirect_paths: tuple[str, ...] = ()
+    write_targets: tuple[tuple[str, bool], ...] = ()
 
     @property
     def can_auto_allow(self) -> bool:
@@ -55,6 +59,7 @@ class ShellAnalysis:
             "redirects_outside": list(self.redirects_outside),
             "destructive_warning": self.destructive_warning,
             "suggested_rule": self.suggested_rule,
+            "writes": [target for target, _ in self.write_targets],
         }
 
 
@@ -155,6 +160,8 @@ def _parse(command: str) -> ParsedCommand:
         redirects_outside=(),
         destructive_warning=destructive_warning(command, commands),
         suggested_rules=(),
+        redirect_paths=tuple(target for target, dynamic in walk.redirect_targets if not dynamic),
+        write_targets=tuple(dict.fromkeys(walk.write_targets)),
     )
     parsed = ParsedCommand(
         analysis=from_the_string,

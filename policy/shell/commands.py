@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser, Tree
 
+from policy.shell.options import code_option_problem
 from policy.shell.words import Word, word_of
-from policy.shell.wrappers import SHELLS, command_name, shell_payload, strip_wrappers
+from policy.shell.wrappers import SHELLS, WRAPPERS, Unwrapped, command_name, shell_payload, strip_wrappers
+from policy.shell.writes import written_paths
 
 _LANGUAGE = Language(tree_sitter_bash.language())
 _LOCAL = threading.local()
@@ -77,6 +79,7 @@ FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
 _REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _SKIP_DESTINATION = frozenset({"file_descriptor", "number"})
+_INPUT_REDIRECTS = frozenset({"<", "<&"})
 
 
 def parser() -> Parser:
@@ -86,11 +89,6 @@ def parser() -> Parser:
         cached = Parser(_LANGUAGE)
         _LOCAL.parser = cached
     return cached
-
-
-# Wrappers that change who runs the command or where its arguments come from: an
-# allow rule for ``rm`` must not allow ``sudo rm`` or ``xargs rm``.
-UNSAFE_WRAPPERS = frozenset({"sudo", "doas", "xargs", "exec", "watch", "env"})
 
 
 @dataclass(frozen=True)
@@ -106,10 +104,17 @@ class SimpleCommand:
     ifs_words: tuple[str, ...] = ()
     full_words: tuple[str, ...] = ()
     full_raw: str = ""
+    # Argument words only known at run time (``$X``, ``*.py``, ``~bob``), as written.
+    unresolved: tuple[str, ...] = ()
 
     @property
     def unsafe_wrapper(self) -> bool:
-        return any(w in UNSAFE_WRAPPERS for w in self.wrappers)
+        """A wrapper that changes who runs the command, where, or with what arguments.
+
+        An allow rule for ``rm`` must not allow ``sudo rm`` or ``xargs rm``; only the
+        wrappers Claude Code itself strips (``timeout``, ``nice``…) are transparent.
+        """
+        return not all(WRAPPERS[w].safe for w in self.wrappers if w in WRAPPERS)
 
     @property
     def name(self) -> str:
@@ -160,6 +165,9 @@ class Walk:
     commands: list[SimpleCommand] = field(default_factory=list)
     blockers: list[str] = field(default_factory=list)
     redirect_targets: list[tuple[str, bool]] = field(default_factory=list)
+    # Files written, created or deleted (output redirects, ``tee``, ``cp`` …), and
+    # whether each is only known at run time.
+    write_targets: list[tuple[str, bool]] = field(default_factory=list)
     parse_error: bool = False
     substitution: bool = False
     eval_like: bool = False
@@ -314,6 +322,8 @@ def _visit_redirect(node: Node, walk: Walk) -> None:
     if operator in (">&", "<&") and (destination.type in _SKIP_DESTINATION or word.value == "-"):
         return  # duplicating (2>&1) or closing (>&-) a descriptor writes no file
     walk.redirect_targets.append((word.value, word.dynamic))
+    if operator not in _INPUT_REDIRECTS:
+        walk.write_targets.append((word.value, word.unresolved))
 
 
 def _visit_command(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -> None:
@@ -359,10 +369,12 @@ def _add_command(
 ) -> None:
     if not words:
         return
-    real, wrappers, env_assignments = strip_wrappers(words)
+    unwrapped = strip_wrappers(words)
+    real, wrappers, env_assignments = unwrapped.words, unwrapped.wrappers, unwrapped.assignments
     for assignment in env_assignments:
         if sensitive_var(assignment.split("=", 1)[0]):
             walk.block(f"it sets {assignment.split('=', 1)[0]} for the command")
+    _follow_wrapped(unwrapped, walk, depth)
     raw = data[real[0].start : real[-1].end].decode("utf-8", "replace")
     if any(w.ifs_value != w.value for w in real):
         walk.block("it uses $IFS to hide word boundaries")
@@ -370,18 +382,42 @@ def _add_command(
         words=tuple(w.value for w in real),
         raw=raw,
         dynamic=any(w.dynamic for w in real),
-        dynamic_name=real[0].dynamic,
+        dynamic_name=real[0].dynamic or real[0].glob,
         wrappers=tuple(wrappers),
         assignments=tuple(assignments + env_assignments),
         ifs_words=tuple(" ".join(w.ifs_value for w in real).split()),
         full_words=tuple(w.value for w in words),
         full_raw=data[words[0].start : words[-1].end].decode("utf-8", "replace"),
+        unresolved=tuple(w.value for w in real[1:] if w.unresolved),
     )
     walk.commands.append(command)
     if command.dynamic_name:
         walk.block("the command name is only known at run time")
+    for written in written_paths(command.name, real):
+        walk.write_targets.append((written.value, written.unresolved))
+    # The real command's options, and the wrappers' own: ``xargs`` runs what it reads.
+    for name, words_seen in ((command.name, command.words), *((w, (w,)) for w in wrappers)):
+        code_option = code_option_problem(name, words_seen)
+        if code_option:
+            walk.block(code_option)
     _check_unicode(command, walk)
     _follow_payloads(real, heredocs, walk, depth)
+
+
+def _follow_wrapped(unwrapped: Unwrapped, walk: Walk, depth: int) -> None:
+    """What the wrappers themselves run or write, beyond the command they wrap."""
+    names = ", ".join(dict.fromkeys(unwrapped.wrappers)) or command_name(unwrapped.words[0].value)
+    for problem in unwrapped.problems:
+        walk.block(problem)
+    for payload in unwrapped.payloads:
+        walk.eval_like = True
+        walk.block(f"it runs a shell string given to {names}")
+        walk_source(payload, walk, depth + 1)
+    for alternative in unwrapped.alternatives:
+        walk_source(" ".join(shlex.quote(w.value) for w in alternative), walk, depth + 1)
+    for target in unwrapped.writes:
+        walk.redirect_targets.append((target.value, target.dynamic))
+        walk.write_targets.append((target.value, target.unresolved))
 
 
 def _follow_payloads(real: list[Word], heredocs: list[str], walk: Walk, depth: int) -> None:

@@ -34,11 +34,37 @@ class Word:
     end: int
     # The value with ``$IFS`` read as a space, so ``rm${IFS}-rf`` still looks like rm.
     ifs_value: str = ""
+    # Unquoted ``*``, ``?`` or ``[``: the shell replaces the word with matching names.
+    glob: bool = False
+
+    @property
+    def unresolved(self) -> bool:
+        """Only known when the command runs: an expansion, a glob, or ``~user``."""
+        return self.dynamic or self.glob or tilde_user(self.value) is not None
+
+
+def tilde_user(value: str) -> str | None:
+    """``~bob/x`` → ``bob``; None for ``~``, ``~/x`` and words not starting with ``~``."""
+    if not value.startswith("~") or value == "~" or value.startswith("~/"):
+        return None
+    return value[1:].split("/", 1)[0]
+
+
+_HOME = frozenset({"$HOME", "${HOME}"})
+_GLOB_CHARS = re.compile(r"(?<!\\)[*?\[]")
 
 
 def word_of(node: Node) -> Word:
-    value, dynamic, ifs_value = _value(node)
-    return Word(value, dynamic, node.start_byte, node.end_byte, ifs_value)
+    value, dynamic, ifs_value = _value(node, at_start=True)
+    return Word(value, dynamic, node.start_byte, node.end_byte, ifs_value, _has_glob(node))
+
+
+def _has_glob(node: Node) -> bool:
+    if node.type == "word":
+        return _GLOB_CHARS.search(_text(node)) is not None
+    if node.type == "concatenation":
+        return any(_has_glob(child) for child in node.children)
+    return False
 
 
 def _text(node: Node) -> str:
@@ -46,7 +72,7 @@ def _text(node: Node) -> str:
     return raw.decode("utf-8", "replace") if raw is not None else ""
 
 
-def _value(node: Node) -> tuple[str, bool, str]:
+def _value(node: Node, at_start: bool = False) -> tuple[str, bool, str]:
     kind = node.type
     if kind == "word":
         text = _WORD_ESCAPES.sub(r"\1", _text(node).replace("\\\n", ""))
@@ -66,6 +92,9 @@ def _value(node: Node) -> tuple[str, bool, str]:
         return _join(node, string_mode=False)
     if kind in DYNAMIC_TYPES:
         text = _text(node)
+        if at_start and text in _HOME:
+            # ``$HOME/.ssh`` is ``~/.ssh``: resolved against the request's home, like ``~``.
+            return "~", False, "~"
         return text, True, (" " if _IFS.match(text) else text)
     text = _text(node)
     return text, True, text
@@ -78,6 +107,7 @@ def _join(node: Node, *, string_mode: bool) -> tuple[str, bool, str]:
     for child in node.children:
         if string_mode and child.type == '"':
             continue
+        at_start = not values
         if string_mode and child.type == "string_content":
             text = _STRING_ESCAPES.sub(r"\1", _text(child))
             values.append(text)
@@ -86,7 +116,7 @@ def _join(node: Node, *, string_mode: bool) -> tuple[str, bool, str]:
         if not string_mode and child.type == "word" and _text(child) in ("{", "}"):
             # tree-sitter splits ``{a,b}`` into words; brace expansion is dynamic.
             dynamic = True
-        value, child_dynamic, ifs_value = _value(child)
+        value, child_dynamic, ifs_value = _value(child, at_start=at_start)
         values.append(value)
         ifs_values.append(ifs_value)
         dynamic = dynamic or child_dynamic

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os.path
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
 from policy.tools import ToolSpec
 from policy.tools.schemas import dump_input
+from policy.urls import parse_web_url
 
 
 @dataclass(frozen=True)
@@ -129,22 +128,12 @@ def _check_bash(tool_input: dict[str, Any], cwd: str) -> Problem:
 
 
 def _check_webfetch(tool_input: dict[str, Any], cwd: str) -> Problem:
-    parts = urlsplit(tool_input["url"])
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    # Parsed as the fetcher parses it (WHATWG); the private-address check is the
+    # tool's own safety check (policy.pipeline.toolcheck), not a validation error.
+    parsed = parse_web_url(tool_input["url"])
+    if parsed is None or parsed.scheme not in ("http", "https"):
         return ("url must be a fully-formed http(s) URL.", False)
-    host = parts.hostname
-    # Fetching the local network is not an error, but a human should see it.
-    if host == "localhost" or host.endswith(".local") or _is_private_ip(host):
-        return (f"{host} is a local or private address.", True)
     return None
-
-
-def _is_private_ip(host: str) -> bool:
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_private or address.is_loopback or address.is_link_local
 
 
 _SEMANTIC: dict[str, Callable[[dict[str, Any], str], Problem]] = {

@@ -29,6 +29,7 @@ CODES: dict[str, tuple[str, str, tuple[str, str]]] = {
     "C+": ("allow", "classifier", ("resolveAsk", "allow")),
     "F+": ("allow", "mode", ("resolveAsk", "allow")),
     "S?": ("ask", "safetyCheck", ("toolCheck", "ask")),
+    "X?": ("ask", "safetyCheck", ("unresolvedWords", "ask")),
     "S-": ("deny", "safetyCheck", ("toolCheck", "deny")),
     "W?": ("ask", "workingDirectory", ("resolveAsk", "ask")),
     "W+": ("allow", "workingDirectory", ("toolCheck", "allow")),
@@ -44,6 +45,8 @@ ALL_ALLOW = "R+ R+ R+ M+ R+ R+"
 UNMATCHED = "O? O? O? M+ D- O?"
 UNMATCHED_READONLY = "O? O? O? M+ D- C+"
 ASK_RULE = "R? R? R? R? D- R?"
+SAFETY_ASK = "S? S? S? S? D- S?"
+UNRESOLVED = "X? X? X? X? D- X?"
 
 BASH_ROWS: list[tuple[str, str]] = [
     # plain allow rules: prefix, wildcard, exact
@@ -136,12 +139,14 @@ BASH_ROWS: list[tuple[str, str]] = [
     ("cat .env", ALL_DENY),
     ("cat config/.env", ALL_DENY),
     # things that never auto-allow, even when every word matches an allow rule
-    ("echo $(whoami)", UNMATCHED),
-    ("echo `date`", UNMATCHED),
-    ("echo hi > /etc/passwd", UNMATCHED),
-    ("echo hi >> ../../etc/profile", UNMATCHED),
-    ("cat README.md > ~/.bashrc", UNMATCHED),
-    ("echo hi > $TARGET", UNMATCHED),
+    # A word only known at run time could be .env (a Read deny rule): reserved.
+    ("echo $(whoami)", UNRESOLVED),
+    ("echo `date`", UNRESOLVED),
+    # Redirect targets meet the Edit(//etc/**) deny rule.
+    ("echo hi > /etc/passwd", ALL_DENY),
+    ("echo hi >> ../../etc/profile", ALL_DENY),
+    ("cat README.md > ~/.bashrc", SAFETY_ASK),
+    ("echo hi > $TARGET", SAFETY_ASK),
     ('git commit -m "unterminated', UNMATCHED),
     ("git status &&", UNMATCHED),
     (":(){ :|:& };:", UNMATCHED),
@@ -151,10 +156,10 @@ BASH_ROWS: list[tuple[str, str]] = [
     ("export PATH=/tmp/evil; ls", UNMATCHED),
     ("ls ~/.ssh", UNMATCHED),
     ("ls\u200b -la", UNMATCHED),
-    ("$CMD -la", UNMATCHED),
+    ("$CMD -la", UNRESOLVED),
     ("l{s,} -la", UNMATCHED),
     ("echo ok\x00; rm", UNMATCHED),
-    ("ls ${IFS} -la", UNMATCHED),
+    ("ls ${IFS} -la", UNRESOLVED),
     ("sudo_helper ls", UNMATCHED),
 ]
 
@@ -165,7 +170,9 @@ FILE_ROWS: list[tuple[str, dict[str, Any], str]] = [
     ("MultiEdit", {"file_path": "src/a.py", "edits": [{"old_string": "", "new_string": "x"}]}, "R+ E+ P- M+ R+ R+"),
     ("NotebookEdit", {"notebook_path": "src/nb.ipynb", "new_source": "x"}, "R+ E+ P- M+ R+ R+"),
     ("Edit", {"file_path": "README.md", "old_string": "", "new_string": "x"}, "O? E+ P- M+ D- F+"),
-    ("Write", {"file_path": ".claude/commands/x.md", "content": "x"}, "O? E+ P- M+ D- F+"),
+    # Only .claude/worktrees is exempt (Claude Code 2.1.332's list); commands are protected.
+    ("Write", {"file_path": ".claude/commands/x.md", "content": "x"}, "S? S? S? S? D- S?"),
+    ("Write", {"file_path": ".claude/worktrees/a/x.md", "content": "x"}, "O? E+ P- M+ D- F+"),
     ("Write", {"file_path": "docs/a/../b.md", "content": "x"}, "O? E+ P- M+ D- F+"),
     ("Edit", {"file_path": "src/secrets/key.txt", "old_string": "", "new_string": "x"}, ASK_RULE),
     ("Write", {"file_path": "/etc/hosts", "content": "x"}, ALL_DENY),
@@ -208,8 +215,9 @@ OTHER_ROWS: list[tuple[str, dict[str, Any], str]] = [
     ("WebFetch", {"url": "https://evil.com/x", "prompt": "p"}, UNMATCHED),
     ("WebFetch", {"url": "https://docs.python.org.evil.net/", "prompt": "p"}, UNMATCHED),
     ("WebFetch", {"url": "https://pypi.org/project/x", "prompt": "p"}, ASK_RULE),
-    ("WebFetch", {"url": "http://localhost:8000/", "prompt": "p"}, UNMATCHED),
-    ("WebFetch", {"url": "http://10.0.0.1/", "prompt": "p"}, UNMATCHED),
+    ("WebFetch", {"url": "http://localhost:8000/", "prompt": "p"}, SAFETY_ASK),
+    ("WebFetch", {"url": "http://10.0.0.1/", "prompt": "p"}, SAFETY_ASK),
+    ("WebFetch", {"url": "http://0x7f000001/", "prompt": "p"}, SAFETY_ASK),
     ("WebFetch", {"url": "file:///etc/passwd", "prompt": "p"}, "V- V- V- V- V- V-"),
     ("mcp__github__create_issue", {"title": "x"}, ALL_ALLOW),
     ("mcp__github__delete_repo", {}, ALL_ALLOW),

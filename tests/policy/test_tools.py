@@ -84,10 +84,11 @@ class ValidationTests:
         doc = request("Write", {"file_path": "d", "content": ""}, cwd=str(tmp_path))
         assert "is a directory" in decide(doc).message
 
-    def test_it_turns_a_semantic_ask_into_a_prompt(self) -> None:
+    def test_it_turns_a_private_address_into_a_safety_check_prompt(self) -> None:
         decision = decide(request("WebFetch", {"url": "http://127.0.0.1/", "prompt": "p"}))
         assert decision.behavior == "ask"
-        assert decision.reason["detail"].startswith("validation:")
+        assert decision.reason["type"] == "safetyCheck"
+        assert "private" in decision.reason["detail"]
 
     def test_it_rejects_a_non_object_input(self) -> None:
         decision = decide(request("Bash", ["ls"]))  # type: ignore[arg-type]

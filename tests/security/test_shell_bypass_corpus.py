@@ -249,7 +249,7 @@ CONTROLS = [
     "git log 2> err.txt",
     "ls 2>&1 | head",
     "git log > /dev/null",
-    "find . -name '*.py' -exec grep -n TODO {} +",
+    # ``find -exec`` runs a command: no prefix rule covers it (test_code_options.py).
     "git diff --output=changes.diff",
     "ls # ; rm -rf ~",
     "NODE_ENV=test npm test",

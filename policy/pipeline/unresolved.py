@@ -1,0 +1,122 @@
+"""Words only known at run time that could meet a deny or ask rule (SPEC §5, expansion).
+
+``$HOME``, ``${HOME}``, ``~`` and ``~USER`` (the request's own home) are resolved before
+rules are matched. What cannot be resolved — other expansions, globs (``~/.ss?``),
+another user's ``~bob``, a computed command name (``$X``, ``r?``) — is compared with
+the deny and ask rules as a pattern: when some value it could take would match one,
+the call is reserved for a person (an ask that no mode, allow rule or classifier
+answers). The comparison over-approximates: two wildcards are assumed to meet.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os.path
+import re
+
+from policy.pipeline.context import CallContext
+from policy.rules.compiled import CompiledRule, CompiledRules
+from policy.shell.commands import SimpleCommand
+from policy.shell.words import tilde_user
+
+_UNKNOWN_START = re.compile(r"[*?\[$`]")
+_EXPANSION = re.compile(r"[$`]")
+
+
+def reserved_by_unresolved(rules: CompiledRules, behavior: str, ctx: CallContext) -> tuple[CompiledRule, str] | None:
+    """A ``behavior`` (deny or ask) rule some unresolved word could match, and the word."""
+    analysis = ctx.analysis
+    if analysis is None:
+        return None
+    for command in analysis.commands:
+        found = _command_rule(rules, behavior, command) or _path_rule(rules, behavior, command, ctx)
+        if found is not None:
+            return found
+    return None
+
+
+def _command_rule(rules: CompiledRules, behavior: str, command: SimpleCommand) -> tuple[CompiledRule, str] | None:
+    index = rules.lookup("Bash", behavior)
+    if index is None or not command.words:
+        return None
+    if command.dynamic_name:
+        name = command.words[0]
+        unknown = _UNKNOWN_START.search(name)
+        known = name[: unknown.start()] if unknown else name
+        # ``rm$X`` could be ``rm``; report the rule its known start points at first.
+        keys = sorted(index.by_word, key=lambda key: not key.startswith(known))
+        for key in keys:
+            if _EXPANSION.search(name) or fnmatch.fnmatchcase(key, name):
+                return index.by_word[key][0], name
+        return (index.other[0], name) if index.other else None
+    if not command.unresolved:
+        return None
+    first = next(i for i, word in enumerate(command.words) if i > 0 and word in command.unresolved)
+    prefix = " ".join((command.name, *command.words[1:first])) + " "
+    for rule in (*index.by_word.get(command.name, ()), *index.other):
+        head = rule.command.glob.pieces[0] if rule.command is not None else ""
+        # The unknown word could supply whatever the rule needs after this prefix.
+        if prefix.startswith(head) or head.startswith(prefix):
+            return rule, command.words[first]
+    return None
+
+
+def _path_rule(
+    rules: CompiledRules, behavior: str, command: SimpleCommand, ctx: CallContext
+) -> tuple[CompiledRule, str] | None:
+    words = [w for w in command.unresolved if not _own_home(w, ctx.home)]
+    if not words:
+        return None
+    candidates = [
+        rule
+        for key in ("Read", "Edit")
+        if (index := rules.lookup(key, behavior)) is not None
+        for rule in index.other
+        if rule.path is not None and rule.active(ctx.now)
+    ]
+    for word in words:
+        directory, segments, open_end = _operand_pattern(word, ctx)
+        for rule in candidates:
+            if _could_match(rule, directory, segments, open_end, ctx):
+                return rule, word
+    return None
+
+
+def _own_home(word: str, home: str) -> bool:
+    user = tilde_user(word)
+    known = user is not None and user == os.path.basename(home.rstrip("/")) and not _UNKNOWN_START.search(word)
+    return known
+
+
+def _operand_pattern(word: str, ctx: CallContext) -> tuple[str, list[str], bool]:
+    """Split ``word`` into a known directory and the glob segments the shell fills in."""
+    if tilde_user(word) is not None and not _own_home(word, ctx.home):
+        return "/", [], True  # another user's home: it could be anywhere
+    match = _UNKNOWN_START.search(word)
+    cut = match.start() if match else len(word)
+    slash = word.rfind("/", 0, cut)
+    known, rest = (word[: slash + 1], word[slash + 1 :]) if slash >= 0 else ("", word)
+    directory = ctx.resolver.normalise(known or ".").lexical
+    segments: list[str] = []
+    for segment in rest.split("/"):
+        if _EXPANSION.search(segment):
+            return directory, segments, True
+        segments.append(segment)
+    return directory, segments, False
+
+
+def _could_match(rule: CompiledRule, directory: str, segments: list[str], open_end: bool, ctx: CallContext) -> bool:
+    assert rule.path is not None
+    root = {"abs": "/", "home": ctx.home, "cwd": ctx.project_root}[rule.path.root]
+    relative = ctx.relative_to_roots(directory)[rule.path.root]
+    if directory == root.rstrip("/") or (directory == "/" and root == "/"):
+        relative = ""
+    elif relative is None:
+        # The directory is above the rule's root: a wildcard could reach into it.
+        return (open_end or bool(segments)) and _is_inside(root, directory)
+    known = [s for s in (relative or "").split("/") if s]
+    return rule.path.glob.could_match(known + segments, open_end)
+
+
+def _is_inside(path: str, directory: str) -> bool:
+    return directory == "/" or path.startswith(directory.rstrip("/") + "/")

@@ -1,0 +1,163 @@
+"""The files a simple command writes, creates or deletes, per command.
+
+Redirects are found by the walk; these are the writes that commands make through
+their operands: ``tee FILE``, ``cp SRC DEST``, ``dd of=FILE``, ``sed -i … FILE``,
+``touch``, ``mkdir``, ``rm``… A written path is checked against the protected paths
+(``.git``, ``.claude``, shell rc files…) like a Write or Edit, and a command with any
+write is never read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from policy.shell.words import Word
+
+Writes = Callable[[Sequence[Word]], list[Word]]
+
+
+def _operands(words: Sequence[Word], values: frozenset[str] = frozenset()) -> list[Word]:
+    """Non-option words after the name; ``values`` are options that take the next word."""
+    found: list[Word] = []
+    skip = False
+    options_done = False
+    for word in words[1:]:
+        if skip:
+            skip = False
+            continue
+        if not options_done and word.value == "--":
+            options_done = True
+        elif not options_done and word.value.startswith("-") and word.value != "-":
+            skip = word.value in values
+        else:
+            found.append(word)
+    return found
+
+
+def _all(values: str = "") -> Writes:
+    takes = frozenset(values.split())
+    return lambda words: _operands(words, takes)
+
+
+def _all_but_first(values: str = "") -> Writes:
+    takes = frozenset(values.split())
+    return lambda words: _operands(words, takes)[1:]
+
+
+def _target_option(words: Sequence[Word]) -> list[Word] | None:
+    for index, word in enumerate(words):
+        if word.value in ("-t", "--target-directory") and index + 1 < len(words):
+            return [words[index + 1]]
+        if word.value.startswith("--target-directory="):
+            return [_inline(word, word.value.split("=", 1)[1])]
+    return None
+
+
+def _destination(values: str = "", *, sources_too: bool = False) -> Writes:
+    """``cp``/``mv``/``ln``/``install``: the last operand or ``-t DIR`` (``mv`` also empties sources)."""
+    takes = frozenset(values.split())
+
+    def writes(words: Sequence[Word]) -> list[Word]:
+        operands = _operands(words, takes)
+        target = _target_option(words)
+        if target is not None:
+            return target + (operands if sources_too else [])
+        if len(operands) == 1 and words[0].value.endswith("ln"):
+            return operands  # ``ln -s TARGET`` links TARGET's name here; checked as a whole
+        return operands if sources_too else operands[-1:]
+
+    return writes
+
+
+def _dd(words: Sequence[Word]) -> list[Word]:
+    return [_inline(w, w.value[3:]) for w in words[1:] if w.value.startswith("of=")]
+
+
+def _sed(words: Sequence[Word]) -> list[Word]:
+    values = [w.value for w in words[1:]]
+    in_place = any(
+        v.startswith(("-i", "--in-place")) or (v.startswith("-") and not v.startswith("--") and "i" in v[1:])
+        for v in values
+    )
+    if not in_place:
+        return []
+    operands = _operands(words, frozenset({"-e", "--expression", "-f", "--file", "-l", "--line-length"}))
+    explicit = any(
+        v in ("-e", "--expression", "-f", "--file") or v.startswith(("--expression=", "--file=")) for v in values
+    )
+    return operands if explicit else operands[1:]
+
+
+def _option_value(options: str) -> Writes:
+    """``curl -o FILE``, ``sort -o FILE``: the value of an option (also ``--opt=FILE``)."""
+    names = frozenset(options.split())
+
+    def writes(words: Sequence[Word]) -> list[Word]:
+        found: list[Word] = []
+        for index, word in enumerate(words):
+            head = word.value.split("=", 1)[0]
+            if word.value in names and index + 1 < len(words):
+                found.append(words[index + 1])
+            elif head in names and "=" in word.value:
+                found.append(_inline(word, word.value.split("=", 1)[1]))
+        return found
+
+    return writes
+
+
+def _git(words: Sequence[Word]) -> list[Word]:
+    """``git config NAME VALUE`` writes the repository's configuration (core.fsmonitor…)."""
+    values = [w.value for w in words]
+    if len(values) < 2 or values[1] != "config":
+        return []
+    reading = {"--get", "--get-all", "--get-regexp", "-l", "--list", "--show-origin", "get", "list"}
+    if any(v in reading for v in values[2:]):
+        return []
+    operands = [w for w in words[2:] if not w.value.startswith("-")]
+    if len(operands) < 2 and not any(
+        v in ("--unset", "--unset-all", "--add", "--edit", "-e", "set", "unset") for v in values
+    ):
+        return []
+    for index, value in enumerate(values):
+        if value in ("--file", "-f") and index + 1 < len(words):
+            return [words[index + 1]]
+    where = "~/.gitconfig" if "--global" in values else ".git/config"
+    return [Word(where, False, words[0].start, words[-1].end, where)]
+
+
+def _inline(word: Word, value: str) -> Word:
+    return Word(value, word.dynamic, word.start, word.end, value, word.glob)
+
+
+WRITERS: dict[str, Writes] = {
+    "tee": _all("--output-error"),
+    "cp": _destination("-S --suffix --backup"),
+    "mv": _destination("-S --suffix --backup", sources_too=True),
+    "ln": _destination("-S --suffix --backup"),
+    "install": _destination("-m --mode -o --owner -g --group -S --suffix"),
+    "dd": _dd,
+    "sed": _sed,
+    "touch": _all("-d --date -r --reference -t"),
+    "mkdir": _all("-m --mode"),
+    "rm": _all(),
+    "rmdir": _all(),
+    "unlink": _all(),
+    "shred": _all("-n --iterations -s --size --random-source"),
+    "truncate": _all("-s --size -r --reference"),
+    "chmod": _all_but_first("--reference"),
+    "chown": _all_but_first("--reference"),
+    "chgrp": _all_but_first("--reference"),
+    "patch": _option_value("-o --output"),
+    "curl": _option_value("-o --output"),
+    "wget": _option_value("-O --output-document"),
+    "sort": _option_value("-o --output"),
+    "rsync": lambda words: _operands(words, frozenset({"-e", "--rsh"}))[-1:],
+    "scp": lambda words: _operands(words, frozenset({"-P", "-i", "-o", "-F", "-S", "-c", "-l"}))[-1:],
+    "git": _git,
+}
+
+
+def written_paths(name: str, words: Sequence[Word]) -> list[Word]:
+    """The paths ``words`` (a command called ``name``) writes through its operands."""
+    writer = WRITERS.get(name)
+    return writer(words) if writer else []
