@@ -22,9 +22,13 @@ URL = "/hooks/claude-code"
 FLOOR_COMMANDS = [
     "rm -rf ~",
     "rm -rf /",
-    "rm -rf /*",
     "rm -rf $HOME",
     "rm -rf /tmp/proj",
+]
+# Writes into protected paths (or a glob that could name one) are the engine's own
+# safety check: PreToolUse already asks, so no allow exists for a prompt to inherit.
+RESERVED_AT_PRE_TOOL_USE = [
+    "rm -rf /*",
     "echo x > .git/hooks/pre-commit",
     "tee .claude/settings.json",
     "cp evil .git/config",
@@ -72,6 +76,21 @@ class SafetyFloorTests:
         assert floor.evaluation["safety_floor"]["follows"] == str(
             PermissionRequest.objects.get(tool_use_id=body["tool_use_id"]).pk
         )
+
+    @pytest.mark.parametrize("command", RESERVED_AT_PRE_TOOL_USE)
+    def test_it_asks_a_person_already_at_pre_tool_use_for_protected_writes(
+        self, client: Client, ci_bot: Any, default_team: Any, command: str
+    ) -> None:
+        rule(default_team, f"Bash({command.split()[0]}:*)", "allow")
+        rule(default_team, "Bash(*)", "allow")
+        from approvals.models import PermissionRequest
+
+        response = post(client, hook_input("PreToolUse", command), ci_bot.auth)
+        assert response.status_code == 202, response.json()  # waiting for a person
+        asked = PermissionRequest.objects.get(pk=response.json()["gatehouse"]["id"])
+        assert asked.state == "pending"
+        assert asked.evaluation["reason"]["type"] == "safetyCheck"
+        assert asked.evaluation["reserved"] is True
 
     def test_it_never_answers_the_prompt_with_a_modes_allow(self, client: Client, registered_agent: Any) -> None:
         yolo = registered_agent("yolo", "bypassPermissions")
