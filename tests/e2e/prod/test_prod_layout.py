@@ -264,3 +264,27 @@ class ProdLayoutTests:
         assert len([i for i in by_id if i in request_ids]) == len(request_ids)
         # ... and one audit row each.
         assert all(by_id[i] == ("decided", 1) for i in request_ids), by_id
+
+
+class MakeProdRefusalTests:
+    @pytest.mark.parametrize(
+        ("given", "named"),
+        [
+            ({}, "DATABASE_URL REDIS_URL"),
+            ({"REDIS_URL": "redis://127.0.0.1:6379/0"}, "DATABASE_URL"),
+            ({"DATABASE_URL": "postgres://127.0.0.1/gatehouse"}, "REDIS_URL"),
+        ],
+    )
+    def test_it_names_what_is_missing(self, given: dict[str, str], named: str) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+        result = subprocess.run(
+            ["make", "--no-print-directory", "prod", f"VENV={Path(sys.executable).parent.parent}"],
+            cwd=ROOT,
+            env={**env, **given},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode != 0
+        assert f"make prod needs {named} (PostgreSQL and Redis)" in result.stderr
+        assert "caddy" not in result.stdout.lower()  # refused before starting anything
