@@ -4,6 +4,7 @@ Groups:
 - `team.<team_id>`: every dashboard of that team's members (superusers join `team.all`).
 - `agent.<agent_id>`: every socket of that agent.
 - `request.<uuid>`: long-poll waiters for one request.
+- `user.<user_id>`: every dashboard socket of one person (closed on logout).
 
 Events are dicts with `type` in `request.created`, `request.claimed`,
 `request.decided`, `request.cancelled`, `request.expired`, `request.progress`;
@@ -42,6 +43,15 @@ def agent_group(agent_id: int) -> str:
 
 def request_group(request_id: object) -> str:
     return f"request.{request_id}"
+
+
+def user_group(user_id: int) -> str:
+    return f"user.{user_id}"
+
+
+def end_user_sessions(user_id: int) -> None:
+    """Close every open dashboard socket of this person, on every device (the logout view calls it)."""
+    send([user_group(user_id)], {"type": "session.ended"})
 
 
 def finished_event_type(request: PermissionRequest) -> str:

@@ -29,7 +29,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals import charts, learning_views, selectors, services
+from approvals import charts, events, learning_views, selectors, services
 from approvals.cards import card_context
 from approvals.forms import (
     SOURCE_ORDER,
@@ -70,18 +70,8 @@ def logout_view(request: HttpRequest) -> HttpResponse:
     user_id = request.user.pk if request.user.is_authenticated else None
     logout(request)
     if user_id is not None:
-        _end_sockets(user_id)
+        events.end_user_sessions(user_id)
     return redirect(settings.LOGOUT_REDIRECT_URL)
-
-
-def _end_sockets(user_id: int) -> None:
-    try:
-        from relay.consumers import end_user_sessions
-    except ImportError:
-        # The session is gone either way; an open socket then fails at its next push.
-        log.error("relay.consumers.end_user_sessions is missing: open dashboard sockets were not closed")
-        return
-    end_user_sessions(user_id)
 
 
 def manifest(request: HttpRequest) -> HttpResponse:

@@ -21,7 +21,6 @@ from typing import Any
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from channels.layers import get_channel_layer
 
 from approvals import events, selectors, services
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
@@ -501,22 +500,6 @@ class AgentConsumer(GatehouseConsumer):
 # --- dashboards ---------------------------------------------------------------------------
 
 
-def user_group(user_id: int) -> str:
-    return f"user.{user_id}"
-
-
-def end_user_sessions(user_id: int) -> None:
-    """Close every open dashboard socket of this user (call it from the logout view)."""
-    events.send([user_group(user_id)], {"type": "session.ended"})
-
-
-async def aend_user_sessions(user_id: int) -> None:
-    """`end_user_sessions` for async callers."""
-    layer = get_channel_layer()
-    if layer is not None:
-        await layer.group_send(user_group(user_id), {"type": "session.ended"})
-
-
 def _snapshot(user: Any) -> list[dict[str, str]]:
     # One query for the teams the user decides in, not one per card.
     approver_of = selectors.team_ids_for(user, role=Role.APPROVER)
@@ -573,7 +556,7 @@ class DashboardConsumer(GatehouseConsumer):
             await self.close(CLOSE_UNAUTHENTICATED)
             return
         try:
-            await self.group_join(user_group(self.user.pk))
+            await self.group_join(events.user_group(self.user.pk))
         except Exception:
             # Without the channel layer a dashboard would silently stop updating; say so
             # and let the page reconnect later instead.

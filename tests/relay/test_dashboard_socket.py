@@ -47,7 +47,7 @@ class DashboardAuthTests:
         assert refused.value.response.status_code == 403
 
     def test_it_closes_every_socket_of_a_user_who_logs_out(self, relay_server: LiveServer, alice: Any) -> None:
-        from relay.consumers import end_user_sessions
+        from approvals.events import end_user_sessions
 
         cookie = session_cookie(alice)
 
