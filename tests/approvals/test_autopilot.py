@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -9,9 +10,12 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from approvals import services
-from approvals.models import Decision, Rule, RuleSource
+from approvals import learning, services
+from approvals.models import Decision, PermissionRequest, Rule, RuleSource, Team
+from policy.learning import rule_decides
 from tests.conftest import AgentPersona
 
 
@@ -190,11 +194,11 @@ class AutopilotPageTests:
         client = Client()
         client.force_login(alice)
         team = services.default_team().pk
-        settings = {"team": team, "enabled": "on", "approvals": "3", "trial_hours": "24", "window_days": "30"}
-        assert client.post("/rules/autopilot/", settings).status_code == 302
+        form = {"team": team, "enabled": "on", "approvals": "3", "trial_hours": "24", "window_days": "30"}
+        assert client.post("/rules/autopilot/", form).status_code == 302
         viewer = Client()
         viewer.force_login(bob)
-        assert viewer.post("/rules/autopilot/", {**settings, "enabled": ""}).status_code == 403
+        assert viewer.post("/rules/autopilot/", {**form, "enabled": ""}).status_code == 403
         for i in range(3):
             approve("make docs", session=f"s{i}")
         assert submit("make docs '<b>now</b>'", session="s7").decision is not None
@@ -205,3 +209,49 @@ class AutopilotPageTests:
         [rule] = autopilot_rules()
         assert client.post(f"/rules/{rule.pk}/delete/").status_code == 302
         assert autopilot_rules() == []
+
+
+# Commands that share prefixes, so one answer's narrow rule covers others' calls.
+PROGRAMS = ["npm run test", "npm run lint", "pytest", "make docs", "cargo build"]
+ARGUMENTS = ["", " -k a", " --all", " x.txt", " && ls"]
+
+
+@pytest.mark.django_db
+class AutopilotPromiseTests:
+    @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(
+        st.lists(
+            st.tuples(
+                st.sampled_from(PROGRAMS),
+                st.sampled_from(ARGUMENTS),
+                st.sampled_from(["allow", "allow", "deny"]),
+                st.sampled_from(["s1", "s2", "s3"]),
+            ),
+            min_size=2,
+            max_size=14,
+        )
+    )
+    def test_it_never_keeps_an_autopilot_or_suggested_rule_that_allows_a_denied_call(
+        self, answers: list[tuple[str, str, str, str]]
+    ) -> None:
+        # One fresh team per example: the audit log is append-only, so examples cannot be undone.
+        team = Team.objects.create(name=f"prop-{uuid.uuid4().hex[:12]}")
+        agent, _ = services.agent_create(name="prop-bot", team=team)
+        services.autopilot_configure(team=team, enabled=True, approvals=2)
+        for n, (program, argument, behavior, session) in enumerate(answers):
+            call = {"tool_name": "Bash", "tool_input": {"command": program + argument}, "cwd": "/tmp/proj"}
+            result = services.request_submit(agent=agent, call={**call, "session_id": session, "tool_use_id": f"p{n}"})
+            if result.decision is None:
+                services.request_decide(request_id=result.request.pk, behavior=behavior, surface="api", decided_by="al")
+        denied = [
+            learning.request_engine_input(r)
+            for r in PermissionRequest.objects.filter(
+                team=team, decision__reason_type="user", decision__behavior="deny"
+            )
+        ]
+        now = timezone.now()
+        suggested = learning.rule_suggestions(team_id=team.pk, since=now - timedelta(days=1), until=now, min_calls=2)
+        allowing = [r.rule for r in Rule.objects.filter(team=team, source=RuleSource.AUTOPILOT)]
+        allowing += [s.rule for s in suggested if s.behavior == "allow"]
+        for rule in allowing:
+            assert not any(rule_decides(rule, "allow", doc) for doc in denied), (rule, answers)
