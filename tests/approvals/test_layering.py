@@ -11,11 +11,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def relay_imports(path: Path) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        names = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [node.module]
+        else:
+            continue
         found += [f"{path.name}:{node.lineno} imports {n}" for n in names if n.split(".")[0] == "relay"]
     return found
 
