@@ -84,9 +84,9 @@ def _context(request: PermissionRequest, *, can_decide: bool, decision: Any) -> 
         "destructive_warning": evaluation.get("destructive_warning"),
         "warnings": [w for w in evaluation.get("warnings") or [] if w != evaluation.get("destructive_warning")],
         "suggested_rules": suggested,
-        # What "Always allow" / "Allow for session" will save: the services use the
-        # engine's first suggestion, else the bare tool name.
-        "rule_to_save": suggested[0] if suggested else request.tool_name,
+        # What "Always allow" / "Allow for session" will save, shown before the tap;
+        # None: this call can only be allowed once.
+        "rule_to_save": selectors.grant_rule_for(request),
         "claude_suggestions": _claude_suggestions(request.permission_suggestions),
     }
 

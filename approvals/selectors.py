@@ -36,6 +36,7 @@ from approvals.models import (
     SessionDenials,
     Team,
 )
+from policy import grants
 
 # --- identity ---------------------------------------------------------------------------
 
@@ -113,6 +114,17 @@ def session_gated_before_use(*, agent: Agent, session_id: str) -> bool:
         return False
     requests = PermissionRequest.objects.filter(agent=agent, session_id=session_id)
     return requests.exclude(tool_use_id__startswith="gh_").exists()
+
+
+def grant_rule_for(request: PermissionRequest) -> str | None:
+    """The rule "Allow for session" / "Always allow" saves for this request; None: once only.
+
+    - Never wider than the call (`policy.grants`); every surface shows it before the tap.
+    """
+    evaluation = request.evaluation or {}
+    suggestions = [str(rule) for rule in evaluation.get("suggested_rules") or []]
+    tool_input = request.tool_input if isinstance(request.tool_input, dict) else {}
+    return grants.grant_rule(request.tool_name, tool_input, suggestions)
 
 
 def decision_for(request: PermissionRequest) -> Decision | None:

@@ -768,8 +768,13 @@ def _fence(request: PermissionRequest, new_state: str) -> PermissionRequest | No
 
 
 def _remember(request: PermissionRequest, remember: str, hours: float | None, user: User | None) -> str:
-    suggestions = request.evaluation.get("suggested_rules") or [request.tool_name]
-    text = suggestions[0]
+    """Save the call's grant rule: never wider than the call (`policy.grants`)."""
+    text = selectors.grant_rule_for(request)
+    if text is None:
+        raise ServiceError(
+            "This call can only be allowed once: no rule says exactly this call. "
+            "An admin can write a wider rule on the rules page."
+        )
     expires = timezone.now() + timedelta(hours=hours) if hours else None
     scope = {"session": RuleScope.SESSION, "project": RuleScope.PROJECT, "always": RuleScope.GLOBAL}[remember]
     rule_create(

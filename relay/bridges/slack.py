@@ -23,6 +23,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 
 from approvals.models import Decision, PermissionRequest
+from approvals.selectors import grant_rule_for
 from relay.bridges import services
 from relay.bridges.base import (
     ACTIONS,
@@ -107,6 +108,12 @@ def card_blocks(request: PermissionRequest, *, outcome: str = "") -> list[dict[s
                 "elements": [{"type": "mrkdwn", "text": f":warning: *Destructive:* {mrkdwn_escape(warning)}"}],
             }
         )
+    grant = grant_rule_for(request)
+    if grant and not outcome:
+        # Verbatim: inline code unless a backtick in the rule would close it early.
+        shown = mrkdwn_escape(grant) if "`" in grant else f"`{mrkdwn_escape(grant)}`"
+        saves = f"“Allow for session” / “Always allow” save {shown}"
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": saves}]})
     label = "Input cut — full request in Gatehouse" if excerpt.truncated else "Open in Gatehouse"
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"<{request_url(request.pk)}|{label}>"}]})
     if outcome:
@@ -118,8 +125,8 @@ def card_blocks(request: PermissionRequest, *, outcome: str = "") -> list[dict[s
             "block_id": f"gatehouse:{request.pk}",
             "elements": [
                 _button(request, "o", "primary"),
-                _button(request, "s", None),
-                _button(request, "a", None),
+                # No rule says exactly this call: it can only be allowed once.
+                *([_button(request, "s", None), _button(request, "a", None)] if grant else []),
                 _button(request, "d", "danger"),
             ],
         }

@@ -28,6 +28,7 @@ from telegram.request import HTTPXRequest
 
 from approvals import selectors as approval_selectors
 from approvals.models import Decision, PermissionRequest, RequestState
+from approvals.selectors import grant_rule_for
 from relay.bridges import selectors, services
 from relay.bridges.base import (
     ACTIONS,
@@ -155,6 +156,9 @@ def card_html(request: PermissionRequest) -> str:
     warning = destructive_warning(request)
     if warning:
         lines.append(f"⚠️ <b>Destructive:</b> {esc(warning)}")
+    grant = grant_rule_for(request)
+    if grant:
+        lines.append(f"“Allow for session” / “Always allow” save <code>{esc(grant)}</code>")
     link = request_url(request.pk)
     label = "Input cut — full request in Gatehouse" if excerpt.truncated else "Open in Gatehouse"
     lines.append(f'<a href="{esc(link, quote=True)}">{label}</a>')
@@ -165,6 +169,8 @@ def keyboard(request: PermissionRequest) -> InlineKeyboardMarkup:
     def button(action: str) -> InlineKeyboardButton:
         return InlineKeyboardButton(ACTIONS[action][2], callback_data=sign_action(SURFACE, action, request.pk))
 
+    if grant_rule_for(request) is None:
+        return InlineKeyboardMarkup([[button("o"), button("d")]])  # no rule says exactly this call
     return InlineKeyboardMarkup([[button("o"), button("s")], [button("a"), button("d")]])
 
 
