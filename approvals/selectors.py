@@ -124,7 +124,8 @@ def grant_rule_for(request: PermissionRequest) -> str | None:
     evaluation = request.evaluation or {}
     suggestions = [str(rule) for rule in evaluation.get("suggested_rules") or []]
     tool_input = request.tool_input if isinstance(request.tool_input, dict) else {}
-    return grants.grant_rule(request.tool_name, tool_input, suggestions)
+    destructive = bool(evaluation.get("destructive_warning"))
+    return grants.grant_rule(request.tool_name, tool_input, suggestions, destructive=destructive)
 
 
 def decision_for(request: PermissionRequest) -> Decision | None:

@@ -89,8 +89,15 @@ MAX_GRANT_CHARS = 300
 PATH_GLOB = frozenset("*?[]{}!\\")
 
 
-def grant_rule(tool_name: str, tool_input: Mapping[str, Any], suggested_rules: Sequence[str]) -> str | None:
-    """The rule to save for this call, or None when only "Allow once" is possible."""
+def grant_rule(
+    tool_name: str, tool_input: Mapping[str, Any], suggested_rules: Sequence[str], *, destructive: bool = False
+) -> str | None:
+    """The rule to save for this call, or None when only "Allow once" is possible.
+
+    - `destructive`: the engine warned about the call; it is never remembered.
+    """
+    if destructive:
+        return None
     if tool_name == "Bash":
         command = tool_input.get("command")
         return bash_grant(command, suggested_rules) if isinstance(command, str) else None

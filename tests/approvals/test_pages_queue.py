@@ -38,7 +38,10 @@ class QueuePageTests:
         html = client_for(alice).get("/").content.decode()
         assert f'id="req-{req.pk}"' in html
         assert "<title" in html and "(1) Queue" in html
-        assert 'value="once"' in html and 'value="deny"' in html and 'value="always"' in html
+        assert 'value="once"' in html and 'value="deny"' in html
+        # A destructive call is never remembered: "Allow once" only, and the card says so.
+        assert 'value="always"' not in html and 'value="session"' not in html
+        assert "Only “Allow once”" in html
         assert '<span class="sh-cmd">rm</span>' in html
         assert "Destructive:" in html
 

@@ -43,6 +43,7 @@ class SlackActionTests:
             assert "terraform apply" in card.all_text
             labels = [b["text"]["text"] for b in card.buttons]
             assert labels == ["Allow once", "Allow for session", "Always allow", "Deny"]
+            assert "save `Bash(terraform apply:*)`" in card.all_text  # the grant, before the tap
             started = time.monotonic()
             response = press(srv.url, block_actions(card, "Allow once", user_id=ALICE_SLACK, username="alice"))
             assert response.status_code == 200

@@ -11,12 +11,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 class TelegramAskTests:
     def test_it_posts_a_message_with_the_command_warning_link_and_four_buttons(self, fake_tg, telegram_bridge, ci_bot):
-        request = ask(ci_bot.agent, "rm -rf build && echo '<done>'")
+        request = ask(ci_bot.agent, "npm run build && echo '<done>'")
         card = fake_tg.wait_for(lambda: fake_tg.card_for("ci-bot"))
         assert card.chat_id == CHAT_ID
-        escaped = "rm -rf build &amp;&amp; echo &#x27;&lt;done&gt;&#x27;"
+        escaped = "npm run build &amp;&amp; echo &#x27;&lt;done&gt;&#x27;"
         assert f'<pre><code class="language-bash">{escaped}</code></pre>' in card.text
         assert f"/requests/{request.pk}/" in card.text
+        # The rule a grant saves is on the card, verbatim, before the tap.
+        assert f"save <code>Bash({escaped})</code>" in card.text
         assert [b["text"] for b in card.buttons] == ["Allow once", "Allow for session", "Always allow", "Deny"]
         assert all(len(b["callback_data"].encode()) <= 64 for b in card.buttons)
         warning = (request.evaluation or {}).get("destructive_warning")
@@ -28,6 +30,14 @@ class TelegramAskTests:
         card = fake_tg.wait_for(lambda: fake_tg.card_for("ci-bot"))
         assert len(card.text) < 2000
         assert "Input cut — full request in Gatehouse" in card.text
+
+
+class TelegramGrantTests:
+    def test_a_call_no_rule_can_say_exactly_offers_allow_once_only(self, fake_tg, telegram_bridge, ci_bot):
+        ask(ci_bot.agent, "rm -rf build")
+        card = fake_tg.wait_for(lambda: fake_tg.card_for("ci-bot"))
+        assert [b["text"] for b in card.buttons] == ["Allow once", "Deny"]
+        assert "save <code>" not in card.text
 
 
 class TelegramPressTests:
@@ -51,7 +61,7 @@ class TelegramPressTests:
         from approvals.models import ChatIdentity
 
         ChatIdentity.objects.create(user=alice, provider="telegram", external_id=str(ALICE_TG))
-        request = ask(ci_bot.agent)
+        request = ask(ci_bot.agent, "npm run build")
         card = fake_tg.wait_for(lambda: fake_tg.card_for("ci-bot"))
         update_id = fake_tg.press(card, "Always allow", user_id=ALICE_TG)
         fake_tg.wait_for(lambda: fake_tg.toast_for(f"cq{update_id}"))
