@@ -215,3 +215,25 @@ class WhatIfPageTests:
         response = client.post("/rules/what-if/", {**form, "team": services.default_team().pk})
         assert response.status_code == 400
         assert "unbalanced parenthesis" in response.content.decode()
+
+
+@pytest.mark.django_db
+class OneEngineInputTests:
+    """Submit, explain and the replay build the engine's input one way, so they agree."""
+
+    def test_it_caps_explains_mode_at_the_agents_registration_as_submit_does(
+        self, api_as: Any, alice: Any, record: Any
+    ) -> None:
+        call = {"tool_name": "Bash", "tool_input": {"command": "make deploy"}, "cwd": "/tmp/proj"}
+        explained = api_as(alice).post(
+            "/api/v1/rules/explain", {**call, "mode": "bypassPermissions", "agent": "ci-bot"}
+        )
+        submitted = record("make deploy", permission_mode="bypassPermissions")
+        assert explained.json()["behavior"] == submitted.evaluation["behavior"] == "ask"
+        without_agent = api_as(alice).post("/api/v1/rules/explain", {**call, "mode": "bypassPermissions"})
+        assert without_agent.json()["behavior"] == "allow"
+
+    def test_it_never_lets_a_reported_hook_allow_in_explain(self, api_as: Any, alice: Any, ci_bot: Any) -> None:
+        hook = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
+        call = {"tool_name": "Bash", "tool_input": {"command": "make deploy"}, "pre_tool_use_hooks": [hook]}
+        assert api_as(alice).post("/api/v1/rules/explain", {**call, "agent": "ci-bot"}).json()["behavior"] == "ask"
