@@ -17,6 +17,7 @@ import re
 import secrets
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,6 +30,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.datastructures import Headers
 
 from agent.client import GatehouseClient, PendingPermission
+from tests.e2e.claude_code.hookrun import finish, hook_input, start_hook
 from tests.e2e.prod.layout import ProdLayout, drained_counts, make_prod
 from tests.e2e.prod.postgres import fresh_database
 from tests.fakes.telegram import FakeTelegram, fake_telegram
@@ -43,6 +45,7 @@ ASKS_EACH = 3
 RESTART_TIMEOUT = 45.0
 TELEGRAM_CHAT = "-100200300"
 ALICE_TELEGRAM = 111  # listed in TELEGRAM_APPROVERS
+HOOKS = 2
 
 # Run by `manage.py shell` against the layout's database once it has migrated.
 SETUP = f"""
@@ -75,8 +78,12 @@ def layout(redis_url: str, fake_tg: FakeTelegram) -> Iterator[ProdLayout]:
         "TELEGRAM_API_URL": fake_tg.url,
         "TELEGRAM_CHAT_INTERVAL_MS": "0",
     }
-    admin = {"GATEHOUSE_ADMIN_PASSWORD": secrets.token_urlsafe(12)}
-    with fresh_database() as database_url, make_prod(database_url, redis_url, **telegram, **admin) as running:
+    server = {
+        "GATEHOUSE_ADMIN_PASSWORD": secrets.token_urlsafe(12),
+        # A drain waits this long for requests in flight (a hook's long-poll), then cuts them.
+        "GATEHOUSE_DRAIN_SECONDS": "3",
+    }
+    with fresh_database() as database_url, make_prod(database_url, redis_url, **telegram, **server) as running:
         # Agents, hooks and websockets in this process trust Caddy's CA through the
         # standard variable, as a team's agents would.
         previous = os.environ.get("SSL_CERT_FILE")
@@ -145,6 +152,20 @@ def dashboard(layout: ProdLayout, browser: httpx.AsyncClient) -> Any:
     )
 
 
+def request_id_of(layout: ProdLayout, tool_use_id: str, timeout: float = 30) -> str:
+    """The id of the request a hook submitted, once it is in the database."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(layout.database_url, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute(
+                "SELECT id::text FROM approvals_permissionrequest WHERE tool_use_id = %s", [tool_use_id]
+            ).fetchone()
+            if row:
+                return str(row[0])
+            time.sleep(0.05)
+    raise AssertionError(f"the hook's request {tool_use_id} never arrived")
+
+
 def restart_env(layout: ProdLayout) -> dict[str, str]:
     return {**os.environ, "GATEHOUSE_RUN_DIR": str(layout.run_dir), "BIN": str(Path(sys.executable).parent)}
 
@@ -210,6 +231,7 @@ class ProdLayoutTests:
                     await client.start()
                     assert client.mode == "websocket"
                 handles = await self._asks(clients, "before")
+                hooks = await self._hooks_waiting(layout, agent_tokens[0])
                 old_pids = [layout.web_pid(n) for n in (1, 2)]
                 # The rolling restart make prod documents: each process in turn drains,
                 # and its successor is ready before the next one goes.
@@ -232,13 +254,18 @@ class ProdLayoutTests:
                     await decide(browser, str(handle.id), expected[str(handle.id)])
                 heard = await asyncio.wait_for(asyncio.gather(*(h.decision() for h in handles)), 30)
                 reconnects = [client.reconnects for client in clients]
+                for request_id in hooks:
+                    await decide(browser, request_id, "allow")
+                for request_id, process in hooks.items():
+                    code, out, err = await asyncio.to_thread(finish, process, 30)
+                    assert code == 0 and out["hookSpecificOutput"]["permissionDecision"] == "allow", (request_id, err)
             finally:
                 for client in clients:
                     await client.close()
         assert {d.request_id: d.behavior for d in heard} == expected
         assert all(count >= 1 for count in reconnects), f"an agent was never moved: {reconnects}"
         assert sum(drained_counts(layout.log())) >= AGENTS, layout.log()[-3000:]
-        self._assert_exactly_once(layout, list(expected))
+        self._assert_exactly_once(layout, [*expected, *hooks])
 
     @staticmethod
     async def _asks(clients: list[GatehouseClient], stage: str) -> list[PendingPermission]:
@@ -251,17 +278,33 @@ class ProdLayoutTests:
         return handles
 
     @staticmethod
+    async def _hooks_waiting(layout: ProdLayout, token: str) -> dict[str, subprocess.Popen[str]]:
+        """Real hook commands, each long-polling through the proxy for an ask; by request id.
+
+        The layout drains for GATEHOUSE_DRAIN_SECONDS=3: a hook whose wait is on a
+        restarting process is cut, gets a 502 from the proxy and retries elsewhere.
+        """
+        hooks: dict[str, subprocess.Popen[str]] = {}
+        for n in range(HOOKS):
+            body = hook_input("PreToolUse", f"rm -rf hook-{n}", session="prod-hooks")
+            process = start_hook(layout.url, token, body, SSL_CERT_FILE=str(layout.ca_file))
+            hooks[await asyncio.to_thread(request_id_of, layout, body["tool_use_id"])] = process
+        return hooks
+
+    @staticmethod
     def _assert_exactly_once(layout: ProdLayout, request_ids: list[str]) -> None:
         with psycopg.connect(layout.database_url) as conn:
+            doubled = conn.execute(
+                "SELECT agent_id, tool_use_id FROM approvals_permissionrequest"
+                " GROUP BY agent_id, tool_use_id HAVING count(*) > 1"
+            ).fetchall()
             rows = conn.execute(
                 "SELECT r.id::text, r.state, count(d.id) FROM approvals_permissionrequest r"
-                " LEFT JOIN approvals_decision d ON d.request_id = r.id"
-                " WHERE r.session_id = 'prod' AND r.tool_use_id LIKE 'gh_%%' GROUP BY r.id, r.state"
+                " LEFT JOIN approvals_decision d ON d.request_id = r.id GROUP BY r.id, r.state"
             ).fetchall()
+        # One request row per ask (a re-sent ask or a retried hook was replayed) ...
+        assert doubled == []
         by_id = {row[0]: (row[1], row[2]) for row in rows}
-        # One request row per ask (a re-sent ask was replayed, not duplicated) ...
-        assert set(request_ids) <= set(by_id)
-        assert len([i for i in by_id if i in request_ids]) == len(request_ids)
         # ... and one audit row each.
         assert all(by_id[i] == ("decided", 1) for i in request_ids), by_id
 
