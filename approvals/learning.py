@@ -18,7 +18,7 @@ import policy
 from approvals import selectors
 from approvals.engine_input import engine_input, engine_rule_items
 from approvals.models import PermissionRequest, Rule
-from policy.learning import AnsweredCall, Evidence, Suggestion, depends_on_paths, narrow_rule, suggest
+from policy.learning import AnsweredCall, Evidence, Suggestion, depends_on_paths, suggest
 
 # Where a draft's added rules sort among saved ones: after them, as a new row would.
 _DRAFT_IDS_FROM = 10**15
@@ -210,4 +210,4 @@ def rule_suggestions(*, team_id: int, since: datetime, until: datetime, min_call
     return [s for s in found if (s.rule, s.behavior) not in existing]
 
 
-__all__ = ["Draft", "Evidence", "Suggestion", "WhatIf", "narrow_rule", "rule_suggestions", "what_if"]
+__all__ = ["Draft", "Evidence", "Suggestion", "WhatIf", "rule_suggestions", "what_if"]

@@ -937,9 +937,8 @@ def autopilot_consider(*, request: PermissionRequest) -> Rule | None:
       call for a person) still wins over it, so such a pattern is never saved.
     """
     setting = AutopilotSetting.objects.filter(team_id=request.team_id, enabled=True).first()
-    evaluation = request.evaluation or {}
-    rule = policy.learning.narrow_rule(evaluation.get("suggested_rules") or [])
-    if setting is None or rule is None or evaluation.get("destructive_warning"):
+    rule = _autopilot_pattern(request)
+    if setting is None or rule is None:
         return None
     now = timezone.now()
     live = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
@@ -957,6 +956,20 @@ def autopilot_consider(*, request: PermissionRequest) -> Rule | None:
     return rule_create(
         rule=rule, behavior="allow", source=RuleSource.AUTOPILOT, team=request.team, expires_at=until, note=note
     )
+
+
+def _autopilot_pattern(request: PermissionRequest) -> str | None:
+    """The rule an "Always allow" grant of this call would save; None if it may not be saved."""
+    evaluation = request.evaluation or {}
+    answered = policy.learning.AnsweredCall(
+        doc={"tool_name": request.tool_name, "tool_input": request.tool_input},
+        answer="allow",
+        session_id=request.session_id,
+        person="",
+        suggested_rules=tuple(evaluation.get("suggested_rules") or ()),
+        destructive=bool(evaluation.get("destructive_warning")),
+    )
+    return policy.learning.allow_pattern(answered)
 
 
 def _autopilot_decides(request: PermissionRequest, rule: str) -> bool:

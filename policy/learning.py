@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from policy.grants import grant_rule
 from policy.pipeline import decide
 from policy.rules import RuleSyntaxError, compile_rules, parse_rule
 from policy.shell import parse as parse_command
@@ -54,6 +55,22 @@ class Suggestion:
         return {"rule": self.rule, "behavior": self.behavior, "evidence": self.evidence.to_dict()}
 
 
+def allow_pattern(call: AnsweredCall) -> str | None:
+    """The allow rule a call's approval stands for: the rule an "Always allow" grant of it
+    saves (`policy.grants.grant_rule`), so suggestions, the autopilot and grants narrow alike.
+
+    `Bash(npm run test:*)` for a plain command with a safe prefix, else the exact command;
+    one file, one domain or one MCP tool otherwise; None for destructive or unwritable calls.
+    """
+    tool_input = call.doc.get("tool_input")
+    return grant_rule(
+        str(call.doc.get("tool_name", "")),
+        tool_input if isinstance(tool_input, Mapping) else {},
+        call.suggested_rules,
+        destructive=call.destructive,
+    )
+
+
 def narrow_rule(suggested_rules: Sequence[str]) -> str | None:
     """The one rule that covers a call and no more than its kind, or None.
 
@@ -62,7 +79,7 @@ def narrow_rule(suggested_rules: Sequence[str]) -> str | None:
     - None when there is not exactly one (a compound command needs several, a blocked
       or destructive one gets none) or when the rule names a whole tool: `Bash`, `Edit`
       and `WebFetch` are never narrow; one MCP tool is.
-    This is the choice an "Always allow" grant should make too.
+    Deny suggestions use it; allow rules use the stricter `allow_pattern`.
     """
     if len(suggested_rules) != 1:
         return None
@@ -109,7 +126,7 @@ def evidence_for(rule: str, behavior: Answer, calls: Iterable[AnsweredCall]) -> 
     denials = 0
     for call in calls:
         if behavior == "allow":
-            if call.answer == "allow" and not call.destructive and narrow_rule(call.suggested_rules) == rule:
+            if call.answer == "allow" and allow_pattern(call) == rule:
                 supporting.append(call)
             elif call.answer == "deny" and rule_decides(rule, "allow", call.doc):
                 denials += 1
@@ -137,11 +154,7 @@ def suggest(calls: Sequence[AnsweredCall], *, min_calls: int = 3, min_sessions: 
     """
     candidates: dict[tuple[str, Answer], None] = {}
     for call in calls:
-        rule = (
-            deny_rule(call)
-            if call.answer == "deny"
-            else (None if call.destructive else narrow_rule(call.suggested_rules))
-        )
+        rule = deny_rule(call) if call.answer == "deny" else allow_pattern(call)
         if rule is not None:
             candidates[(rule, call.answer)] = None
     found = []
@@ -158,7 +171,7 @@ def suggest(calls: Sequence[AnsweredCall], *, min_calls: int = 3, min_sessions: 
 def autopilot_ready(rule: str, calls: Sequence[AnsweredCall], *, approvals: int) -> Evidence | None:
     """The evidence for the autopilot to allow `rule` on its own, or None if it is not enough.
 
-    `approvals` allows of exactly this narrow pattern from as many distinct sessions, no
+    `approvals` allows of exactly this pattern (`allow_pattern`) from as many distinct sessions, no
     destructive call among them, and no denial in `calls` that the rule would allow.
     """
     evidence = evidence_for(rule, "allow", calls)

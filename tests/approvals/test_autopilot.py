@@ -96,9 +96,9 @@ class AutopilotTests:
 
     def test_it_never_promotes_a_pattern_a_person_denied_in_the_window(self, approve: Any) -> None:
         autopilot_on()
-        approve("pytest --lf", behavior="deny", session="s0")
+        approve("npm run test -- --update-snapshots", behavior="deny", session="s0")
         for i in range(1, 5):
-            approve("pytest -k fast", session=f"s{i}")
+            approve("npm run test -- --fast", session=f"s{i}")
         assert autopilot_rules() == []
 
     def test_it_demotes_at_the_first_denial(self, approve: Any, submit: Any, api_as: Any, alice: Any) -> None:

@@ -59,8 +59,9 @@ class RuleSuggestionTests:
 
     def test_it_drops_an_allow_a_person_denied_within_the_window(self, api_as: Any, alice: Any, answer: Any) -> None:
         for i in range(4):
-            answer(f"pytest -k case{i}", "allow", session=f"s{i}")
-        answer("pytest --lf", "deny", session="s9")
+            answer(f"npm run test -- case{i}", "allow", session=f"s{i}")
+        assert [s["rule"] for s in api_as(alice).get(URL).json()] == ["Bash(npm run test:*)"]
+        answer("npm run test -- --update-snapshots", "deny", session="s9")
         assert api_as(alice).get(URL).json() == []
 
     def test_it_suggests_a_deny_rule_from_repeated_denials(self, api_as: Any, alice: Any, answer: Any) -> None:

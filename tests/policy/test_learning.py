@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from policy import compile_rules, decide
 from policy.learning import (
     AnsweredCall,
+    allow_pattern,
     autopilot_ready,
     depends_on_paths,
     narrow_rule,
@@ -83,18 +84,26 @@ class CoveringTests:
 class SuggestTests:
     def test_it_counts_calls_sessions_and_people(self) -> None:
         calls = [
-            answered("pytest -k a", "allow", "s1", "alice"),
-            answered("pytest -k b", "allow", "s2", "bob"),
-            answered("pytest -k c", "allow", "s2", "bob"),
+            answered("npm run test -- a", "allow", "s1", "alice"),
+            answered("npm run test -- b", "allow", "s2", "bob"),
+            answered("npm run test -- c", "allow", "s2", "bob"),
         ]
         [found] = suggest(calls)
-        assert (found.rule, found.behavior) == ("Bash(pytest:*)", "allow")
+        assert (found.rule, found.behavior) == ("Bash(npm run test:*)", "allow")
         assert found.evidence.to_dict() == {"calls": 3, "sessions": 2, "people": 2, "denials": 0}
 
     def test_it_drops_an_allow_rule_that_covers_a_denial(self) -> None:
-        calls = [answered(f"make build{i}", "allow", f"s{i}") for i in range(3)]
-        calls.append(answered("make build1", "deny", "s9"))
+        calls = [answered(f"make build -j{i}", "allow", f"s{i}") for i in range(3)]
+        assert [s.rule for s in suggest(calls)] == ["Bash(make build:*)"]
+        calls.append(answered("make build -j1", "deny", "s9"))
         assert suggest(calls) == []
+
+    def test_it_narrows_allows_as_an_always_allow_grant_does(self) -> None:
+        assert allow_pattern(answered("npm run test -- --watch", "allow")) == "Bash(npm run test:*)"
+        assert allow_pattern(answered("pytest -k fast", "allow")) == "Bash(pytest -k fast)"  # one word: exact
+        runs_code = allow_pattern(answered("python -c 'print(1)'", "allow"))
+        assert runs_code is None or not runs_code.endswith(":*)")  # never a prefix over any program
+        assert allow_pattern(answered("rm -rf build", "allow")) is None
 
     def test_it_needs_distinct_sessions_for_the_autopilot(self) -> None:
         same = [answered("cargo build", "allow", "s1") for _ in range(5)]
@@ -156,9 +165,9 @@ class LearningPromiseTests:
         self, drawn: list[tuple[str, str, str, str, str]], approvals: int
     ) -> None:
         calls = history(drawn)
-        candidates = {narrow_rule(c.suggested_rules) for c in calls} - {None}
+        candidates = {allow_pattern(c) for c in calls} - {None}
         for rule in candidates:
             assert rule is not None
             if autopilot_ready(rule, calls, approvals=approvals) is not None:
                 assert not any(allows(rule, c) for c in calls if c.answer == "deny"), rule
-                assert not any(c.destructive for c in calls if narrow_rule(c.suggested_rules) == rule)
+                assert not any(c.destructive for c in calls if allow_pattern(c) == rule)
