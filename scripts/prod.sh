@@ -23,7 +23,7 @@ need_apt() {  # need_apt BINARY PACKAGE...
   if [ "$apt_updated" = 0 ]; then apt-get update -qq >/dev/null; apt_updated=1; fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${@:2}" >/dev/null
 }
-need_apt caddy caddy
+need_apt caddy caddy || { echo "make prod needs Caddy: apt-get install caddy (as root)" >&2; exit 2; }
 
 PORT="${PORT:-8443}"
 WORKERS="${WORKERS:-2}"
