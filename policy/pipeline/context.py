@@ -49,15 +49,18 @@ class CallContext:
         if self._operand_paths is None:
             commands = self.analysis.commands if self.analysis is not None else []
             redirects = self.analysis.redirect_paths if self.analysis is not None else ()
-            self._operand_paths = [
-                self.resolver.normalise(word)
+            words = [
+                word
                 for command in commands
                 for word in command.words[1:]
                 # Any operand may name a file; options cannot.
                 if word and not word.startswith("-")
             ]
             # ``cat < .env`` reads .env and ``> x`` writes x: the rules see them too.
-            self._operand_paths += [self.resolver.normalise(target) for target in redirects if target]
+            words += [target for target in redirects if target]
+            # After ``cd ~/.ssh``, ``cat id_rsa`` reads ~/.ssh/id_rsa.
+            spell = self.analysis.relative_spellings if self.analysis is not None else lambda w: [w]
+            self._operand_paths = [self.resolver.normalise(s) for word in words for s in spell(word)]
         return self._operand_paths
 
     def relative_to_roots(self, path: str) -> dict[str, str | None]:

@@ -8,6 +8,7 @@ from typing import Any
 from policy.decision import mode_reason, simple_reason
 from policy.paths import could_be_protected, device_reason, inside_any, protected_reason
 from policy.pipeline.context import CallContext
+from policy.shell import ShellAnalysis
 from policy.urls import private_reason
 
 
@@ -44,7 +45,7 @@ def _check_bash(ctx: CallContext) -> ToolCheck:
     analysis = ctx.analysis
     if analysis is None:
         return PASSTHROUGH
-    protected = _protected_write(analysis.write_targets, ctx)
+    protected = _protected_write(analysis, ctx)
     if protected:
         # As for Write and Edit: a safety check no rule, mode or classifier answers.
         return ToolCheck(
@@ -63,15 +64,19 @@ def _check_bash(ctx: CallContext) -> ToolCheck:
     )
 
 
-def _protected_write(targets: tuple[tuple[str, bool], ...], ctx: CallContext) -> str | None:
-    for target, unresolved in targets:
-        if unresolved:
-            if could_be_protected(target, ctx.resolver):
+def _protected_write(analysis: ShellAnalysis, ctx: CallContext) -> str | None:
+    for target, unresolved in analysis.write_targets:
+        relative = not target.startswith(("/", "~"))
+        if unresolved or (relative and analysis.unknown_directory):
+            if could_be_protected(target, ctx.resolver) or (relative and analysis.unknown_directory):
                 return f"it writes to {target}, which is only known when it runs and could be a protected path"
             continue
-        reason = protected_reason(ctx.resolver.normalise(target))
-        if reason:
-            return f"it writes to {target}: {reason}"
+        # ``cd .git && echo x > config`` writes .git/config: every directory the line
+        # moves to is a place the relative target may be in.
+        for spelling in analysis.relative_spellings(target):
+            reason = protected_reason(ctx.resolver.normalise(spelling))
+            if reason:
+                return f"it writes to {target}: {reason}"
     return None
 
 

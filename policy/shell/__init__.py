@@ -39,6 +39,20 @@ class ShellAnalysis:
     # line writes (redirects, ``tee``, ``cp`` …) with whether each is only known at run time.
     redirect_paths: tuple[str, ...] = ()
     write_targets: tuple[tuple[str, bool], ...] = ()
+    # Where ``cd``/``pushd`` move the line, in order and accumulated (``cd a && cd b`` →
+    # ``a``, ``a/b``), with whether each is only known at run time: relative paths after
+    # them may be relative to any of these.
+    directories: tuple[tuple[str, bool], ...] = ()
+
+    def relative_spellings(self, path: str) -> list[str]:
+        """``path`` as given, and as seen from each directory the line moves to."""
+        if path.startswith(("/", "~")) or not self.directories:
+            return [path]
+        return [path, *(os.path.join(directory, path) for directory, _ in self.directories)]
+
+    @property
+    def unknown_directory(self) -> bool:
+        return any(unknown for _, unknown in self.directories)
 
     @property
     def can_auto_allow(self) -> bool:
@@ -162,6 +176,7 @@ def _parse(command: str) -> ParsedCommand:
         suggested_rules=(),
         redirect_paths=tuple(target for target, dynamic in walk.redirect_targets if not dynamic),
         write_targets=tuple(dict.fromkeys(walk.write_targets)),
+        directories=_directories(commands),
     )
     parsed = ParsedCommand(
         analysis=from_the_string,
@@ -172,6 +187,20 @@ def _parse(command: str) -> ParsedCommand:
     if parsed.names_paths:
         return parsed
     return replace(parsed, analysis=parsed.finish(from_the_string.blockers, ()))
+
+
+def _directories(commands: tuple[SimpleCommand, ...]) -> tuple[tuple[str, bool], ...]:
+    found: list[tuple[str, bool]] = []
+    current, unknown = "", False
+    for command in commands:
+        if command.name not in ("cd", "pushd"):
+            continue
+        operands = [w for w in command.words[1:] if not w.startswith("-") or w == "-"]
+        target = operands[0] if operands else "~"
+        unknown = unknown or target == "-" or target in command.unresolved
+        current = target if target.startswith(("/", "~")) or not current else os.path.join(current, target)
+        found.append((current, unknown))
+    return tuple(found)
 
 
 def _block(blockers: list[str], reason: str) -> None:

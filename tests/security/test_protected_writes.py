@@ -162,3 +162,41 @@ class ProtectedWriteCorpusTests:
     ) -> None:
         command = writer.format(p=path)
         assert bash(command, mode, WHOLE_TOOL if whole_tool else None) in ("ask", "deny"), command
+
+
+# (directory change, relative target) pairs that land in a protected path.
+CD_INTO_PROTECTED = [
+    ("cd .git", "config"),
+    ("cd .git/hooks", "pre-commit"),
+    ("cd ./.GIT/hooks", "post-checkout"),
+    ("pushd .claude", "settings.json"),
+    ("cd sub && cd ../.git", "config"),
+    ("cd ~", ".bashrc"),
+    ("cd", ".zshrc"),
+    ("cd $DIR", "anything"),
+    ("cd -", "config"),
+]
+
+
+class DirectoryChangeTests:
+    @settings(max_examples=300, deadline=None)
+    @given(
+        change=st.sampled_from(CD_INTO_PROTECTED),
+        writer=st.sampled_from(WRITERS),
+        joiner=st.sampled_from([" && ", "; ", "\n"]),
+        mode=st.sampled_from(MODES),
+    )
+    def test_it_never_allows_a_write_after_moving_into_a_protected_path(
+        self, change: tuple[str, str], writer: str, joiner: str, mode: str
+    ) -> None:
+        directory, target = change
+        command = directory + joiner + writer.format(p=target)
+        rule_set = rules(
+            "Bash(cd:*)", "Bash(pushd:*)", *(r for item in WRITER_RULES for r in item["permissions"]["allow"])
+        )
+        assert bash(command, mode, rule_set) in ("ask", "deny"), command
+
+    def test_it_reads_relative_operands_from_where_the_line_moved(self) -> None:
+        denied = [{"source": "policySettings", "permissions": {"deny": ["Read(~/.ssh/**)"]}}]
+        assert bash("cd ~/.ssh && cat id_rsa", rule_set=denied + rules("Bash(cd:*)", "Bash(cat:*)")) == "deny"
+        assert bash("cd src && echo x > out.txt", rule_set=rules("Bash(cd:*)", "Bash(echo:*)")) == "allow"
