@@ -18,7 +18,7 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from approvals import selectors, why
+from approvals import permissions, selectors, why
 from approvals.invisible import (
     blank_marker,
     count_hidden,
@@ -47,7 +47,7 @@ def render_card(request: PermissionRequest, user: Any, *, http_request: HttpRequ
       then carries no CSRF token and the page's script adds it on submit.
     """
     decision = selectors.decision_for(request) if request.state != "pending" else None
-    can_decide = request.state == "pending" and selectors.can_decide(user, request)
+    can_decide = request.state == "pending" and permissions.can_decide(user, request)
     return render_card_as(request, can_decide=can_decide, decision=decision, http_request=http_request)
 
 
@@ -68,7 +68,7 @@ def render_card_as(
 
 
 def card_context(request: PermissionRequest, user: Any, *, decision: Any = None) -> dict[str, Any]:
-    can_decide = request.state == "pending" and selectors.can_decide(user, request)
+    can_decide = request.state == "pending" and permissions.can_decide(user, request)
     return _context(request, can_decide=can_decide, decision=decision)
 
 

@@ -17,6 +17,7 @@ from django.db.models.lookups import GreaterThan, LessThanOrEqual
 from django.utils import timezone
 
 import policy
+from approvals import permissions
 from approvals.engine_input import engine_input, engine_rule_items
 from approvals.models import (
     INDEXED_RULE_CHARS,
@@ -24,7 +25,6 @@ from approvals.models import (
     AutopilotSetting,
     ChatIdentity,
     Decision,
-    Membership,
     PermissionRequest,
     PersonalToken,
     RequestState,
@@ -47,33 +47,6 @@ def agent_by_token_hash(digest: str) -> Agent | None:
 
 def personal_token_by_hash(digest: str) -> PersonalToken | None:
     return PersonalToken.objects.select_related("user").filter(token_hash=digest, revoked_at__isnull=True).first()
-
-
-def team_ids_for(user: User | AnonymousUser, *, role: str | None = None) -> list[int] | None:
-    """The teams a person may see (or decide in, with role=approver); None means all."""
-    if not user.is_authenticated or not user.is_active:
-        return []
-    if user.is_superuser:
-        return None
-    memberships = Membership.objects.filter(user=user)
-    if role is not None:
-        memberships = memberships.filter(role=role)
-    return list(memberships.values_list("team_id", flat=True))
-
-
-def can_decide(user: User | AnonymousUser, request: PermissionRequest) -> bool:
-    teams = team_ids_for(user, role=Role.APPROVER)
-    return teams is None or request.team_id in teams
-
-
-def can_see(user: User | AnonymousUser, team_id: int) -> bool:
-    teams = team_ids_for(user)
-    return teams is None or team_id in teams
-
-
-def is_approver_anywhere(user: User | AnonymousUser) -> bool:
-    teams = team_ids_for(user, role=Role.APPROVER)
-    return teams is None or bool(teams)
 
 
 # --- requests ---------------------------------------------------------------------------
@@ -141,7 +114,7 @@ def joined_decision(request: PermissionRequest) -> Decision | None:
 
 
 def requests_visible_to(user: User | AnonymousUser) -> QuerySet[PermissionRequest]:
-    teams = team_ids_for(user)
+    teams = permissions.team_ids_for(user)
     queryset = PermissionRequest.objects.select_related("agent", "team", "decision")
     return queryset if teams is None else queryset.filter(team_id__in=teams)
 
@@ -254,7 +227,7 @@ def _within(cwd: str, project_path: str) -> bool:
 
 
 def rules_visible_to(user: User | AnonymousUser) -> QuerySet[Rule]:
-    teams = team_ids_for(user)
+    teams = permissions.team_ids_for(user)
     queryset = Rule.objects.select_related("created_by", "agent", "team")
     return queryset if teams is None else queryset.filter(team_id__in=teams)
 
@@ -279,7 +252,7 @@ def autopilot_rules(team_ids: list[int] | None) -> QuerySet[Rule]:
 
 def autopilot_approvals(user: User | AnonymousUser, limit: int = 20) -> QuerySet[Decision]:
     """The newest calls the autopilot allowed, in the person's teams: its feed."""
-    teams = team_ids_for(user)
+    teams = permissions.team_ids_for(user)
     rows = Decision.objects.filter(rule_source=RuleSource.AUTOPILOT)
     rows = rows if teams is None else rows.filter(team_id__in=teams)
     return rows.select_related("agent", "request").order_by("-created_at", "-id")[:limit]
@@ -298,7 +271,7 @@ def team_by_name(name: str) -> Team | None:
 
 
 def teams_for(user: User | AnonymousUser) -> QuerySet[Team]:
-    teams = team_ids_for(user)
+    teams = permissions.team_ids_for(user)
     return Team.objects.all() if teams is None else Team.objects.filter(pk__in=teams)
 
 
@@ -348,7 +321,7 @@ def request_payload(request: PermissionRequest, decision: Decision | None = None
 
 def audit_rows(filters: dict[str, Any], user: User | AnonymousUser) -> QuerySet[Decision]:
     """The audit log filtered as the API and the audit page allow, newest first."""
-    teams = team_ids_for(user)
+    teams = permissions.team_ids_for(user)
     # The list shows the agent's name and the call's input: the request's engine trace
     # and tool result can be large, and are read on the detail page only.
     rows = Decision.objects.select_related("agent", "request").defer(
@@ -379,24 +352,24 @@ def audit_rows(filters: dict[str, Any], user: User | AnonymousUser) -> QuerySet[
 
 
 def agents_visible_to(user: User | AnonymousUser) -> QuerySet[Agent]:
-    teams = team_ids_for(user)
+    teams = permissions.team_ids_for(user)
     agents = Agent.objects.select_related("team", "owner").order_by("revoked_at", "name")
     return agents if teams is None else agents.filter(team_id__in=teams)
 
 
 def teams_deciding(user: User | AnonymousUser) -> QuerySet[Team]:
     """The teams in which a person may decide, write rules and register agents."""
-    teams = team_ids_for(user, role=Role.APPROVER)
+    teams = permissions.team_ids_for(user, role=Role.APPROVER)
     return Team.objects.all() if teams is None else Team.objects.filter(pk__in=teams)
 
 
 def can_manage_team(user: User | AnonymousUser, team_id: int) -> bool:
-    teams = team_ids_for(user, role=Role.APPROVER)
+    teams = permissions.team_ids_for(user, role=Role.APPROVER)
     return teams is None or team_id in teams
 
 
 def audit_row_get(decision_id: int, user: User | AnonymousUser) -> Decision | None:
-    teams = team_ids_for(user)
+    teams = permissions.team_ids_for(user)
     rows = Decision.objects.select_related("agent", "request", "team", "decided_by_user").filter(pk=decision_id)
     return (rows if teams is None else rows.filter(team_id__in=teams)).first()
 
@@ -421,7 +394,7 @@ def chat_identities_for(user: Any) -> QuerySet[ChatIdentity]:
 
 
 def _team_decisions(user: User | AnonymousUser, since: datetime) -> QuerySet[Decision]:
-    teams = team_ids_for(user)
+    teams = permissions.team_ids_for(user)
     if teams is None:
         # Name every team even for a superuser: the monitor's indexes lead with the team.
         teams = list(Team.objects.values_list("pk", flat=True))
@@ -535,7 +508,7 @@ def _percentile(ordered: QuerySet[Decision, float], count: int, fraction: float)
 
 def sessions_in_denial_loops(user: User | AnonymousUser, since: datetime, *, limit: int = 20) -> list[dict[str, Any]]:
     """Sessions whose engine denial counter reached the limit, newest first."""
-    teams = team_ids_for(user)
+    teams = permissions.team_ids_for(user)
     rows = SessionDenials.objects.select_related("agent").filter(
         updated_at__gte=since, state__count__gte=settings.GATEHOUSE_DENIAL_LIMIT
     )
@@ -606,5 +579,5 @@ def rules_filtered(
 
 
 def is_approver_of(user: User | AnonymousUser, team_id: int) -> bool:
-    teams = team_ids_for(user, role=Role.APPROVER)
+    teams = permissions.team_ids_for(user, role=Role.APPROVER)
     return teams is None or team_id in teams

@@ -29,7 +29,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals import charts, events, learning_views, selectors, services
+from approvals import charts, events, learning_views, permissions, selectors, services
 from approvals.cards import card_context
 from approvals.forms import (
     SOURCE_ORDER,
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 def _page(request: HttpRequest, template: str, context: dict[str, Any], *, status: int = 200) -> HttpResponse:
     """Render a page with what every page shows: the pending count in the title and nav."""
     context.setdefault("pending_count", selectors.pending_requests(request.user).count())
-    context.setdefault("is_approver", selectors.is_approver_anywhere(request.user))
+    context.setdefault("is_approver", permissions.is_approver_anywhere(request.user))
     return render(request, template, context, status=status)
 
 
@@ -105,17 +105,10 @@ def queue(request: HttpRequest) -> HttpResponse:
     return _page(request, "approvals/queue.html", {"cards": cards, "recent": recent, "pending_count": len(cards)})
 
 
-def _visible_request(request: HttpRequest, request_id: UUID) -> Any:
-    req = selectors.request_get(request_id)
-    if req is None or not selectors.can_see(request.user, req.team_id):
-        raise Http404("No such request.")
-    return req
-
-
 @login_required
 @require_GET
 def request_detail(request: HttpRequest, request_id: UUID) -> HttpResponse:
-    req = _visible_request(request, request_id)
+    req = permissions.visible_request_or_404(request.user, request_id)
     decision = selectors.decision_for(req)
     context = {"card": card_context(req, request.user, decision=decision), "req": req, "decision": decision}
     return _page(request, "approvals/request_detail.html", context)
@@ -125,8 +118,8 @@ def request_detail(request: HttpRequest, request_id: UUID) -> HttpResponse:
 @require_POST
 def request_decide(request: HttpRequest, request_id: UUID) -> HttpResponse:
     """One press of Allow / Deny on a card; 409 with the winner when someone was faster."""
-    req = _visible_request(request, request_id)
-    if not selectors.can_decide(request.user, req):
+    req = permissions.visible_request_or_404(request.user, request_id)
+    if not permissions.can_decide(request.user, req):
         return _decide_answer(request, req, 403, "You can view this team's requests but not decide them.")
     form = DecideForm(request.POST)
     if not form.is_valid():
@@ -278,7 +271,7 @@ def rules(request: HttpRequest) -> HttpResponse:
     form = _rule_form(request)
     if request.method == "POST":
         form = _rule_form(request, request.POST)
-        if not selectors.is_approver_anywhere(request.user):
+        if not permissions.is_approver_anywhere(request.user):
             return HttpResponseForbidden("Only approvers can add rules.")
         if form.is_valid():
             try:
@@ -324,7 +317,7 @@ def _rules_page(
         "explain_form": explain_form,
         "explained": explained,
         "lint": selectors.rules_lint(all_rules),
-        "can_add": selectors.is_approver_anywhere(request.user),
+        "can_add": permissions.is_approver_anywhere(request.user),
         "now": timezone.now(),
     }
     context.update(learning_views.rules_page_learning(request))
@@ -425,7 +418,7 @@ def agents(request: HttpRequest) -> HttpResponse:
     form = AgentForm(teams=teams)
     created = None
     if request.method == "POST":
-        if not selectors.is_approver_anywhere(request.user):
+        if not permissions.is_approver_anywhere(request.user):
             return HttpResponseForbidden("Only approvers can register agents.")
         form = AgentForm(request.POST, teams=teams)
         if form.is_valid():
@@ -450,7 +443,7 @@ def agents(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "form": form,
         "created": created,
-        "can_add": selectors.is_approver_anywhere(request.user),
+        "can_add": permissions.is_approver_anywhere(request.user),
         "snippet": _hook_snippet(request),
     }
     response = _page(request, "approvals/agents.html", context, status=400 if form.errors else 200)

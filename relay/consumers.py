@@ -22,7 +22,7 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from approvals import events, selectors, services
+from approvals import events, permissions, selectors, services
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
 from approvals.calls import CallInvalid, parse_call
 from approvals.cards import render_card_as
@@ -502,7 +502,7 @@ class AgentConsumer(GatehouseConsumer):
 
 def _snapshot(user: Any) -> list[dict[str, str]]:
     # One query for the teams the user decides in, not one per card.
-    approver_of = selectors.team_ids_for(user, role=Role.APPROVER)
+    approver_of = permissions.team_ids_for(user, role=Role.APPROVER)
     return [
         {"id": str(r.pk), "html": render_card_as(r, can_decide=approver_of is None or r.team_id in approver_of)}
         for r in selectors.pending_requests(user)
@@ -511,7 +511,7 @@ def _snapshot(user: Any) -> list[dict[str, str]]:
 
 def _visible_team(request_id: uuid.UUID, user: Any) -> int | None:
     request = PermissionRequest.objects.filter(pk=request_id).only("team_id").first()
-    if request is None or not selectors.can_see(user, request.team_id):
+    if request is None or not permissions.can_see(user, request.team_id):
         return None
     return request.team_id
 
@@ -583,7 +583,7 @@ class DashboardConsumer(GatehouseConsumer):
         # Join first, snapshot second: an event between the two shows up twice at
         # worst (the client replaces by id), never zero times.
         if not self.subscribed:
-            team_ids = await db(selectors.team_ids_for)(self.user)
+            team_ids = await db(permissions.team_ids_for)(self.user)
             groups = [events.ALL_TEAMS_GROUP] if team_ids is None else [events.team_group(t) for t in team_ids]
             for group in groups:
                 await fanout.GROUPS.join(group, self.inbox)

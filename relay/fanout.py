@@ -33,7 +33,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 
-from approvals import selectors
+from approvals import permissions, selectors
 from approvals.cards import render_card_as
 from approvals.models import RequestState, Role
 from relay import selectors as relay_selectors
@@ -59,9 +59,7 @@ class PushedCard:
 
     def html_for(self, user: Any) -> str | None:
         """The variant `user` may see, or None when the card is not theirs to see."""
-        if user is None or not user.is_authenticated or not user.is_active:
-            return None
-        role = Role.APPROVER if user.is_superuser else self.roles.get(user.pk)
+        role = permissions.role_among(user, self.roles)
         if role == Role.APPROVER:
             return self.html_approver
         if role == Role.VIEWER:

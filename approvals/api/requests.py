@@ -13,7 +13,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from approvals import selectors, services
+from approvals import permissions, selectors, services
 from approvals.api.common import (
     ApiView,
     IsAgent,
@@ -87,7 +87,7 @@ def visible_request(request: Request, request_id: uuid.UUID) -> PermissionReques
     if found is not None:
         if agent is not None and found.agent_id == agent.pk:
             return found
-        if agent is None and selectors.can_see(request.user, found.team_id):
+        if agent is None and permissions.can_see(request.user, found.team_id):
             return found
     raise exceptions.NotFound(f"No permission request {request_id} that you can see.")
 
@@ -248,7 +248,7 @@ class PermissionRequestDecideApi(ApiView):
     )
     def post(self, request: Request, request_id: uuid.UUID) -> Response:
         found = visible_request(request, request_id)
-        if not selectors.can_decide(request.user, found):
+        if not permissions.can_decide(request.user, found):
             raise exceptions.PermissionDenied(
                 f"You can see team {found.team.name!r}'s requests but only its {Role.APPROVER}s can decide them."
             )

@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 import policy
-from approvals import selectors, services
+from approvals import permissions, selectors, services
 from approvals.api.common import ApiView, IsPerson, QuerySerializer, StrictSerializer, without_nul
 from approvals.api.shapes import ErrorSerializer
 from approvals.models import PERSON_SOURCES, Context, Mode, Role, Rule, RuleBehavior, RuleScope, RuleSource, Team
@@ -67,10 +67,10 @@ class RuleInputSerializer(StrictSerializer):
 
 def team_for_write(user: User | AnonymousUser, name: str | None) -> Team:
     """The team a rule is written to: the named one, else the caller's only approver team."""
-    approver_teams = selectors.team_ids_for(user, role=Role.APPROVER)
+    approver_teams = permissions.team_ids_for(user, role=Role.APPROVER)
     if name:
         team = selectors.team_by_name(name)
-        if team is None or not selectors.can_see(user, team.pk):
+        if team is None or not permissions.can_see(user, team.pk):
             raise exceptions.PermissionDenied(f"You are not a member of a team named {name!r}.")
         if approver_teams is not None and team.pk not in approver_teams:
             raise exceptions.PermissionDenied(f"Only approvers of team {name!r} can change its rules.")
@@ -103,7 +103,7 @@ def team_for_read(request: Request, name: str | None) -> Team:
     """The team whose rules a dry run uses: the named one you belong to, else your only team."""
     if name:
         team = selectors.team_by_name(name)
-        if team is None or not selectors.can_see(request.user, team.pk):
+        if team is None or not permissions.can_see(request.user, team.pk):
             raise exceptions.ValidationError({"team": [f"no team {name!r} that you belong to"]})
         return team
     if request.user.is_superuser:
@@ -116,7 +116,7 @@ def team_for_read(request: Request, name: str | None) -> Team:
 
 def visible_rule(request: Request, rule_id: int) -> Rule:
     rule = selectors.rule_get(rule_id)
-    if rule is None or not selectors.can_see(request.user, rule.team_id):
+    if rule is None or not permissions.can_see(request.user, rule.team_id):
         raise exceptions.NotFound(f"No rule {rule_id} that you can see.")
     return rule
 

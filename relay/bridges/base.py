@@ -28,6 +28,7 @@ from django.db import close_old_connections, connection
 from django.utils.crypto import salted_hmac
 from prometheus_client import Counter
 
+from approvals import permissions
 from approvals import selectors as approval_selectors
 from approvals.models import Decision, PermissionRequest, RequestState
 from approvals.services import AuditUnavailable, DecideResult, ServiceError
@@ -219,7 +220,7 @@ def authorize(press: Press, approvers: list[str], request: PermissionRequest) ->
     if press.external_id not in approvers:
         return False, None
     user = selectors.user_for_chat(press.surface, press.external_id)
-    if user is not None and not approval_selectors.can_decide(user, request):
+    if user is not None and not permissions.can_decide(user, request):
         return False, user
     return True, user
 
