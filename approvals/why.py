@@ -8,19 +8,15 @@ Nothing here imports Django: it is data in, words out.
 
 from __future__ import annotations
 
-import ipaddress
-import socket
-import unicodedata
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit
+
+from policy.urls import parse_web_url, private_reason
 
 # A part of a sentence: ("text", words) or ("code", something to show verbatim).
 Part = tuple[str, str]
 SUBJECT_CHARS = 80
 PATH_KEYS = ("file_path", "notebook_path", "path")
-# Dots a browser's URL parser treats as "." in a host name (full-width, ideographic…).
-DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
 
 
 def subject(tool_name: str, tool_input: Any) -> str:
@@ -114,8 +110,8 @@ def _comparable(tool_name: str, tool_input: Any) -> list[str] | None:
     if tool_name == "Bash" and isinstance(data.get("command"), str):
         return data["command"].split()
     if tool_name == "WebFetch" and isinstance(data.get("url"), str):
-        host = urlsplit(data["url"]).hostname or ""
-        return list(reversed(host.split(".")))
+        parsed = parse_web_url(data["url"])
+        return list(reversed(parsed.host.split("."))) if parsed is not None else None
     path = next((data[key] for key in PATH_KEYS if isinstance(data.get(key), str)), None)
     return [part for part in path.split("/") if part] if path else None
 
@@ -141,31 +137,9 @@ def _shared(tool_name: str, target: list[str], content: str) -> int:
 def private_fetch_host(url: str) -> str | None:
     """The host of `url` when it names this machine or a private network, else None.
 
-    - Read as a browser would: backslashes as slashes, full-width and ideographic dots
-      as dots, and the numeric IPv4 forms (`0x7f000001`, `2130706433`, `127.1`).
+    - Read as the fetcher reads it, by the engine's own WHATWG parse (`policy.urls`).
     """
-    normalised = unicodedata.normalize("NFKC", url.strip().translate(DOTS)).replace("\\", "/")
-    try:
-        host = (urlsplit(normalised).hostname or "").rstrip(".")
-    except ValueError:
+    parsed = parse_web_url(url)
+    if parsed is None or private_reason(parsed) is None:
         return None
-    if not host:
-        return None
-    if host == "localhost" or host.endswith((".localhost", ".local", ".internal", ".lan", ".home.arpa")):
-        return host
-    address = _address(host)
-    if address is None:
-        return None
-    return host if not address.is_global or address.is_multicast else None
-
-
-def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    try:
-        # inet_aton takes the legacy forms browsers and curl accept: hex, octal, short.
-        return ipaddress.IPv4Address(socket.inet_aton(host))
-    except OSError:
-        return None
+    return parsed.host
