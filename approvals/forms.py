@@ -59,6 +59,7 @@ class DecideForm(forms.Form):
 
 
 class AuditFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200, label="Search")
     agent = forms.CharField(required=False, max_length=100)
     session = forms.CharField(required=False, max_length=200)
     tool = forms.CharField(required=False, max_length=200)

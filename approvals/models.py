@@ -260,6 +260,20 @@ class Decision(models.Model):
         raise AuditTamperError("The audit log is append-only: decisions cannot be deleted.")
 
 
+class AuditSearch(models.Model):
+    """The folded text an audit row is found by (`approvals.audit_search`), one per row.
+
+    A table of its own: the audit row stays as it is hashed, and the search text, which is
+    derived from it, can be rebuilt. Written in the same transaction as the row.
+    """
+
+    decision = models.OneToOneField(Decision, primary_key=True, on_delete=models.CASCADE, related_name="search")
+    text = models.TextField()
+
+    def __str__(self) -> str:
+        return f"search text of decision {self.decision_id}"
+
+
 class RuleSource(models.TextChoices):
     """Claude Code's eight rule sources; settings-class ones weakest to strongest."""
 

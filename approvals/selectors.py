@@ -18,6 +18,7 @@ from django.utils import timezone
 
 import policy
 from approvals import permissions
+from approvals.audit_search import fold
 from approvals.engine_input import engine_input, engine_rule_items
 from approvals.models import (
     INDEXED_RULE_CHARS,
@@ -345,6 +346,11 @@ def audit_rows(filters: dict[str, Any], user: User | AnonymousUser) -> QuerySet[
         value = filters.get(key)
         if value not in (None, ""):
             rows = rows.filter(**{lookup: value})
+    query = filters.get("q")
+    if query:
+        # Both sides folded in Python, then a plain substring LIKE (with % and _ escaped):
+        # the same hits on SQLite and PostgreSQL (approvals.audit_search).
+        rows = rows.filter(search__text__contains=fold(query))
     return rows.order_by("-id")
 
 

@@ -30,10 +30,12 @@ import policy
 import policy.learning
 from approvals import events, learning, selectors, why
 from approvals.audit import chain_head, input_hash, lock_chain_head, row_hash
+from approvals.audit_search import search_text
 from approvals.engine_input import engine_input, engine_rule_items
 from approvals.extensions import Claim, ClaimStore, PreDecisionWork, registry
 from approvals.models import (
     Agent,
+    AuditSearch,
     AutopilotSetting,
     ChatIdentity,
     Decision,
@@ -598,7 +600,14 @@ def _append_decision(
     except IntegrityError as exc:
         log.error("audit insert refused for request %s: %s", request.pk, exc)
         raise
+    _index_for_search(decision, request)
     return decision
+
+
+def _index_for_search(decision: Decision, request: PermissionRequest) -> None:
+    """The row's search text, in the audit row's transaction (see approvals.audit_search)."""
+    text = search_text(request.tool_name, request.tool_input, message=decision.message, rule=decision.rule)
+    AuditSearch.objects.create(decision=decision, text=text)
 
 
 def request_decide(

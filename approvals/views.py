@@ -29,7 +29,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals import charts, events, learning_views, permissions, selectors, services
+from approvals import charts, events, learning_views, permissions, selectors, services, why
 from approvals.cards import card_context
 from approvals.forms import (
     SOURCE_ORDER,
@@ -176,13 +176,21 @@ def audit_list(request: HttpRequest) -> HttpResponse:
     query = form.query() if filters else {}
     context = {
         "form": form,
-        "rows": page[:AUDIT_PAGE_SIZE],
+        "q": filters.get("q", ""),
+        # The command, path or URL each row is about, short (the page shows it as text).
+        "rows": [_audit_item(row) for row in page[:AUDIT_PAGE_SIZE]],
         "next_before": page[AUDIT_PAGE_SIZE - 1].pk if len(page) > AUDIT_PAGE_SIZE else None,
+        "active_filters": {key: value for key, value in query.items() if key != "q"},
         "query": query,
         "export_csv": _export_url("csv", query),
         "export_jsonl": _export_url("jsonl", query),
     }
     return _page(request, "approvals/audit_list.html", context)
+
+
+def _audit_item(row: Any) -> dict[str, Any]:
+    """One audit row and the command, path or URL it is about, short."""
+    return {"row": row, "subject": why.subject(row.tool_name, row.request.tool_input)}
 
 
 def _export_url(fmt: str, query: dict[str, str]) -> str:

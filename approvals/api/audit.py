@@ -132,6 +132,11 @@ class AuditListApi(ApiView):
     permission_classes = [IsPerson]
 
     class FilterSerializer(QuerySerializer):
+        q = serializers.CharField(
+            max_length=200,
+            required=False,
+            help_text="Case-insensitive substring of the command, target (path, URL, pattern…), rule or message",
+        )
         agent = serializers.CharField(max_length=100, required=False)
         session = serializers.CharField(max_length=200, required=False)
         tool = serializers.CharField(max_length=200, required=False)

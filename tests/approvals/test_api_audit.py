@@ -6,6 +6,7 @@ import csv
 import io
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
@@ -181,3 +182,104 @@ class AuditExportTests:
         assert header == CSV_COLUMNS
         assert rows == expected
         assert len(rows) == 3 and rows[0][CSV_COLUMNS.index("created_at")].endswith("Z")
+
+
+# (key, tool, input) of rows a deny rule records at once, and what each search must find.
+SEARCH_ROWS = [
+    ("publish", "Bash", {"command": "npm publish --tag next"}),
+    ("percent", "Bash", {"command": "echo 100% done"}),
+    ("underscore", "Bash", {"command": "ls my_dir"}),
+    ("backslash", "Bash", {"command": "printf 'a\\nb'"}),
+    ("emoji", "Bash", {"command": "echo 🙂 shipped"}),
+    ("read", "Read", {"file_path": "/etc/hosts"}),
+    ("fetch", "WebFetch", {"url": "https://Example.ORG/Docs", "prompt": "summarise"}),
+]
+RULE_DENIED = {key for key, _, _ in SEARCH_ROWS}
+SEARCHES = [
+    ("npm publish", {"publish"}),
+    ("NPM PUBLISH", {"publish"}),
+    ("Npm Pub", {"publish"}),
+    ("100%", {"percent"}),
+    ("%", {"percent"}),
+    ("_", {"underscore"}),
+    ("y_d", {"underscore"}),
+    ("\\n", {"backslash"}),
+    ("'a", {"backslash"}),
+    ("🙂", {"emoji"}),
+    ("/ETC/HOSTS", {"read"}),
+    ("example.org/docs", {"fetch"}),
+    ("EXAMPLE.ORG", {"fetch"}),
+    ("ÜNÏCODE", {"person"}),
+    ("ünïcode", {"person"}),
+    ("STRASSE", {"person"}),
+    ("straße", {"person"}),
+    ("make deploy", {"person"}),
+    ("denied by the rule", RULE_DENIED),
+    ("zzz-nothing", set()),
+    ("a" * 200, set()),
+]
+
+
+def search_url(params: dict[str, str]) -> str:
+    return f"{URL}?{urlencode(params)}"
+
+
+@pytest.fixture
+def searchable(ci_bot: Any, alice: Any, default_team: Any, pending: Any) -> dict[int, str]:
+    """Audit rows of every kind of call and a person's deny message; their ids by key."""
+    request = pending(tool_input={"command": "make deploy --prod"})
+    for tool in ("Bash", "Read", "WebFetch"):
+        services.rule_create(rule=tool, behavior="deny", source="policySettings", team=default_team)
+    ids: dict[int, str] = {}
+    for n, (key, tool, tool_input) in enumerate(SEARCH_ROWS):
+        call = {"tool_name": tool, "tool_input": tool_input, "tool_use_id": f"s{n}", "cwd": "/tmp/proj"}
+        result = services.request_submit(agent=ci_bot.agent, call=call)
+        assert result.decision is not None
+        ids[result.decision.pk] = key
+    decided = services.request_decide(
+        request_id=request.pk, behavior="deny", surface="web", user=alice, message="Not from CI: Straße Ünïcode"
+    )
+    assert decided.decision is not None
+    ids[decided.decision.pk] = "person"
+    return ids
+
+
+@pytest.mark.django_db
+class AuditSearchTests:
+    """`?q=` finds the same rows on SQLite and PostgreSQL (run this file on both)."""
+
+    @pytest.mark.parametrize(("query", "expected"), SEARCHES, ids=[f"q{n}" for n in range(len(SEARCHES))])
+    def test_it_finds_a_case_insensitive_substring_of_commands_targets_and_messages(
+        self, api_as: Any, alice: Any, searchable: dict[int, str], query: str, expected: set[str]
+    ) -> None:
+        response = api_as(alice).get(search_url({"q": query}))
+        assert response.status_code == 200, response.content
+        found = {searchable[row["id"]] for row in response.json()["results"]}
+        assert found == expected
+
+    def test_it_searches_within_the_other_filters_and_the_exports(
+        self, api_as: Any, alice: Any, searchable: dict[int, str]
+    ) -> None:
+        api = api_as(alice)
+        rows = api.get(search_url({"q": "ECHO", "tool": "Bash"})).json()["results"]
+        assert {searchable[row["id"]] for row in rows} == {"percent", "emoji"}
+        lines = streamed(api.get(search_url({"q": "npm publish", "format": "jsonl"}))).splitlines()
+        assert [json.loads(line)["tool_input"]["command"] for line in lines] == ["npm publish --tag next"]
+
+    def test_it_finds_nothing_of_another_team(self, api_as: Any, mallory: Any, searchable: dict[int, str]) -> None:
+        assert api_as(mallory).get(search_url({"q": "npm"})).json()["results"] == []
+
+    @pytest.mark.parametrize("query", ["a" * 201, "nul\x00byte"])
+    def test_it_refuses_a_query_it_cannot_run(self, api_as: Any, alice: Any, query: str) -> None:
+        response = api_as(alice).get(search_url({"q": query}))
+        assert response.status_code == 400
+
+    def test_it_has_a_trigram_index_on_postgresql(self) -> None:
+        from django.db import connection
+
+        if connection.vendor != "postgresql":
+            pytest.skip("PostgreSQL only: SQLite scans the search table")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'audit_search_trgm'")
+            row = cursor.fetchone()
+        assert row is not None and "gin_trgm_ops" in row[0]
