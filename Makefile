@@ -28,7 +28,7 @@ migrate: $(VENV)/.run-deps
 	$(BIN)/python manage.py ensure_admin
 
 run: migrate
-	$(BIN)/python manage.py gatehouse_banner
+	$(BIN)/python manage.py gatehouse_banner --host $(HOST) --port $(PORT)
 	@# One process on its own: it sweeps its own deadlines. Several processes run
 	@# `manage.py run_sweeper` beside them instead (docs/OPERATIONS.md).
 	GATEHOUSE_INPROCESS_SWEEPER=1 $(BIN)/daphne -b $(HOST) -p $(PORT) gatehouse.asgi:application

@@ -78,6 +78,8 @@ def _delete_through(through_id: int) -> None:
         if connection.vendor == "postgresql":
             # The trigger's one exception, for this transaction only (SET LOCAL).
             cursor.execute("SELECT set_config('gatehouse.audit_archive_through', %s, true)", [str(through_id)])
+        # The search text derived from the rows goes with them (approvals.audit_search).
+        cursor.execute("DELETE FROM approvals_auditsearch WHERE decision_id <= %s", [through_id])
         cursor.execute("DELETE FROM approvals_decision WHERE id <= %s", [through_id])
     for start in range(0, len(request_ids), 500):
         # Through the ORM, so rows that hang off a request (chat messages) go with it.

@@ -267,7 +267,12 @@ class AuditSearch(models.Model):
     derived from it, can be rebuilt. Written in the same transaction as the row.
     """
 
-    decision = models.OneToOneField(Decision, primary_key=True, on_delete=models.CASCADE, related_name="search")
+    # No database constraint: the audit log's own guards decide what may remove a row
+    # (the archive removes search rows with their rows), and a search row must never be
+    # what stops that, nor a check that finds rows removed behind its back.
+    decision = models.OneToOneField(
+        Decision, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="search"
+    )
     text = models.TextField()
 
     def __str__(self) -> str:

@@ -58,7 +58,8 @@ class Migration(migrations.Migration):
                 (
                     "decision",
                     models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
+                        db_constraint=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
                         primary_key=True,
                         related_name="search",
                         serialize=False,
