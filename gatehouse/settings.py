@@ -60,6 +60,10 @@ def env_secret(name: str, default: str = "") -> str:
 
 
 GATEHOUSE_ENV = env_str("GATEHOUSE_ENV", "development")
+KNOWN_ENVIRONMENTS = ("development", "production")
+if GATEHOUSE_ENV not in KNOWN_ENVIRONMENTS:
+    # A typo ("prod", "Production") must not quietly run with development's debug and keys.
+    raise ImproperlyConfigured(f"GATEHOUSE_ENV must be one of {', '.join(KNOWN_ENVIRONMENTS)}, not {GATEHOUSE_ENV!r}")
 PRODUCTION = GATEHOUSE_ENV == "production"
 
 DEBUG = env_bool("DEBUG", default=not PRODUCTION)
@@ -78,6 +82,9 @@ if PRODUCTION:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "" if PRODUCTION else "127.0.0.1,localhost,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 PUBLIC_URL = env_str("GATEHOUSE_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+# Full origins (scheme://host:port) whose pages may open a dashboard socket; empty means the
+# server's own origin, GATEHOUSE_PUBLIC_URL's and CSRF_TRUSTED_ORIGINS (relay/origins.py).
+GATEHOUSE_ALLOWED_ORIGINS = env_list("GATEHOUSE_ALLOWED_ORIGINS")
 
 INSTALLED_APPS = [
     "daphne",

@@ -8,6 +8,8 @@ class RelayConfig(AppConfig):
     def ready(self) -> None:
         # relay plugs its claim store, announcers and pre-decision providers into the
         # approvals services here; approvals never imports relay.
-        from relay import wiring
+        from relay import origins, wiring
+
+        origins.check_settings()
 
         wiring.install()

@@ -8,6 +8,8 @@ import string
 import subprocess
 import sys
 
+import pytest
+
 from tests.live import ROOT
 
 
@@ -47,3 +49,37 @@ class DeployCheckTests:
         result = manage("check", GATEHOUSE_ENV="production", SECRET_KEY=random_key(), ALLOWED_HOSTS="x", DEBUG="1")
         assert result.returncode != 0
         assert "DEBUG" in result.stderr
+
+
+ENVIRONMENT_TYPOS = [
+    "prod",
+    "Production",
+    "PRODUCTION",
+    "production ",
+    " production",
+    "prodution",
+    "dev",
+    "staging",
+    "1",
+]
+
+
+class EnvironmentNameTests:
+    @pytest.mark.parametrize("name", ENVIRONMENT_TYPOS)
+    def test_it_refuses_to_start_with_an_unknown_environment_name(self, name: str) -> None:
+        result = manage("check", GATEHOUSE_ENV=name, SECRET_KEY=random_key(), ALLOWED_HOSTS="x")
+        assert result.returncode != 0
+        assert "GATEHOUSE_ENV must be one of development, production" in result.stderr
+
+    def test_it_starts_with_each_known_environment_name(self) -> None:
+        for name in ("development", "production"):
+            result = manage("check", GATEHOUSE_ENV=name, SECRET_KEY=random_key(), ALLOWED_HOSTS="x")
+            assert result.returncode == 0, result.stderr
+
+
+class OriginSettingTests:
+    @pytest.mark.parametrize("entry", ["gatehouse.example.com", "https://gatehouse.example.com/", "*", "https://*.x"])
+    def test_it_refuses_to_start_with_an_allowed_origin_that_is_not_an_origin(self, entry: str) -> None:
+        result = manage("check", GATEHOUSE_ALLOWED_ORIGINS=entry)
+        assert result.returncode != 0
+        assert "GATEHOUSE_ALLOWED_ORIGINS" in result.stderr
