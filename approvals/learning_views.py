@@ -47,7 +47,11 @@ def rules_what_if(request: HttpRequest) -> HttpResponse:
     except services.ServiceError as exc:
         return _partial(request, {"errors": str(exc)}, status=400)
     team: Team = data["team"]
-    draft = learning.Draft(add=[Rule(team=team, expires_at=data.get("expires_at"), **fields)])
+    drafted = Rule(team=team, expires_at=data.get("expires_at"), **fields)
+    replaced = _replaced(request, team)
+    if replaced is not None:
+        drafted.pk = replaced.pk
+    draft = learning.Draft(replace={drafted.pk: drafted}) if replaced else learning.Draft(add=[drafted])
     now = timezone.now()
     since = now - timedelta(days=WHAT_IF_DAYS)
     found = learning.what_if(team_id=team.pk, draft=draft, since=since, until=now, offset=0, limit=WHAT_IF_ROWS)
@@ -55,6 +59,14 @@ def rules_what_if(request: HttpRequest) -> HttpResponse:
     counts = sorted(found.counts.items())  # a Counter answers 0 to a template's `.items` lookup
     context = {"found": found, "counts": counts, "rule": fields["rule"], "days": WHAT_IF_DAYS, "rows": rows}
     return _partial(request, context)
+
+
+def _replaced(request: HttpRequest, team: Team) -> Rule | None:
+    """The saved rule the edit form changes (`replace` = its id), if it is the team's."""
+    rule_id = request.POST.get("replace", "")
+    if not rule_id.isdigit():
+        return None
+    return selectors.rules_of_team(team.pk).filter(pk=int(rule_id)).first()
 
 
 def _errors(form: forms.Form) -> str:

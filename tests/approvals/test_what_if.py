@@ -206,6 +206,19 @@ class WhatIfPageTests:
         assert "<script>" not in html and "&lt;script&gt;" in html
         assert not Rule.objects.exists()
 
+    def test_it_shows_an_edits_what_if_as_a_replacement(self, alice: Any, record: Any) -> None:
+        from django.test import Client
+
+        saved = services.rule_create(rule="Bash(curl:*)", behavior="deny", source="localSettings", team=alice_team())
+        record("curl https://example.com")
+        client = Client()
+        client.force_login(alice)
+        assert 'name="replace"' in client.get(f"/rules/{saved.pk}/edit/").content.decode()
+        form = {"rule": "Bash(curl:*)", "behavior": "ask", "source": "localSettings", "scope": "global"}
+        html = client.post("/rules/what-if/", {**form, "team": alice_team().pk, "replace": saved.pk}).content.decode()
+        assert "deny-&gt;ask" in html
+        assert Rule.objects.get(pk=saved.pk).behavior == "deny"
+
     def test_it_answers_a_bad_draft_with_its_error(self, alice: Any) -> None:
         from django.test import Client
 
