@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from django.db import connection, transaction
 
-from approvals.audit import GENESIS_HASH, canonical_json, chain_start, chained_fields, lock_chain_head, row_hash
+from approvals.audit import GENESIS_HASH, chain_start, chained_fields, lock_chain_head, payload_hash, row_hash
 from approvals.models import AuditCut, Decision, PermissionRequest
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,7 @@ def request_fields(request: PermissionRequest) -> dict[str, Any]:
 def _archive_line(decision: Decision) -> str:
     row = {
         "id": decision.pk,
+        "format": decision.format,
         "prev_hash": decision.prev_hash,
         "hash": decision.hash,
         "fields": chained_fields(decision),
@@ -62,7 +63,7 @@ def _write_prefix(out: IO[str], before: datetime, start: str) -> tuple[int, int,
     """Write the rows older than `before`, in chain order; return first id, last id, count, head."""
     first = last = count = 0
     head = start
-    for decision in Decision.objects.select_related("request").order_by("id").iterator(chunk_size=BATCH):
+    for decision in Decision.objects.select_related("request__agent").order_by("id").iterator(chunk_size=BATCH):
         if decision.created_at >= before:
             break  # a prefix only: the chain must stay one piece
         if decision.prev_hash != head or row_hash(decision, decision.prev_hash) != decision.hash:
@@ -135,7 +136,7 @@ def _verify_file(cut: AuditCut, path: Path) -> Iterator[str]:
         head, count = header.get("start_hash"), 0
         for line in lines:
             row = json.loads(line)
-            expected = hashlib.sha256((row["prev_hash"] + "\n" + canonical_json(row["fields"])).encode()).hexdigest()
+            expected = payload_hash(row["prev_hash"], row["fields"])
             if row["prev_hash"] != head or expected != row["hash"]:
                 yield f"{cut.file_name}: decision {row['id']} breaks the chain"
             head, count = row["hash"], count + 1

@@ -2,6 +2,18 @@
 
 Editing, deleting or re-ordering a committed row breaks the chain at that row, which
 `manage.py audit_verify` reports.
+
+Each row stores the `format` its hash was computed under, so the chain can grow:
+
+- format 1 (rows written before format 2 existed): the decision's own fields.
+- format 2: the decision's fields and everything a reviewer reads of its request — the
+  tool and its input, cwd, session, agent name, mode, context and the engine's stored
+  evaluation (its trace). The format number itself is hashed, so a row cannot be
+  relabelled to an older, narrower format without breaking.
+
+Old rows keep format 1 and are verified by it: re-hashing them would bless whatever was
+changed in them before the upgrade (see SECURITY.md). A format never goes backwards
+along the chain; `verify_chain` reports a row whose format is older than the row before it.
 """
 
 from __future__ import annotations
@@ -14,9 +26,12 @@ from typing import Any
 
 from django.db import connection
 
-from approvals.models import AuditCut, Decision
+from approvals.models import AuditCut, Decision, PermissionRequest
 
 GENESIS_HASH = "0" * 64
+CURRENT_FORMAT = 2
+# Numbers at or beyond this size are compared as floats (see `stable_numbers`).
+EXACT_INT_LIMIT = 2**53
 
 
 def canonical_json(value: Any) -> str:
@@ -27,8 +42,28 @@ def input_hash(tool_input: Any) -> str:
     return hashlib.sha256(canonical_json(tool_input).encode()).hexdigest()
 
 
-def chained_fields(decision: Decision) -> dict[str, Any]:
-    """The fields a row's hash covers (everything that says what was decided and why)."""
+def stable_numbers(value: Any) -> Any:
+    """JSON with every number in the one form it has after a trip through the database.
+
+    PostgreSQL's jsonb stores numbers as decimals: `-0.0` comes back `0`, `1e100` comes
+    back an integer. The hash is computed before the trip and verified after it, so
+    integral floats become ints and huge ints become floats on both sides.
+    """
+    if isinstance(value, dict):
+        return {key: stable_numbers(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [stable_numbers(item) for item in value]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if abs(value) >= EXACT_INT_LIMIT:
+        return float(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def decision_fields(decision: Decision) -> dict[str, Any]:
+    """Format 1: the decision's own fields (what was decided and why)."""
     return {
         "request": str(decision.request_id),
         "agent": decision.agent_id,
@@ -50,9 +85,56 @@ def chained_fields(decision: Decision) -> dict[str, Any]:
     }
 
 
+# What of a request format 2 covers: everything fixed by the time it is decided. The
+# request's state, version and tool result change afterwards and are not covered.
+REQUEST_FIELDS = (
+    "tool_use_id",
+    "tool_name",
+    "tool_input",
+    "input_hash",
+    "session_id",
+    "cwd",
+    "permission_mode",
+    "context",
+    "transcript_path",
+    "evaluation",
+    "permission_suggestions",
+)
+# Added to format 2's request part when the model has them (agent-reported facts).
+OPTIONAL_REQUEST_FIELDS = ("facts",)
+
+
+def request_fields(request: PermissionRequest) -> dict[str, Any]:
+    """Format 2's request part: what the card, the audit page and the API show of the call."""
+    fields = {name: getattr(request, name) for name in REQUEST_FIELDS}
+    for name in OPTIONAL_REQUEST_FIELDS:
+        if hasattr(request, name):
+            fields[name] = getattr(request, name)
+    fields["agent_name"] = request.agent.name
+    fields["created_at"] = request.created_at.isoformat()
+    return stable_numbers(fields)
+
+
+def chained_fields(decision: Decision) -> dict[str, Any]:
+    """The payload a row's hash covers, by the row's own format (JSON-native values)."""
+    fields = decision_fields(decision)
+    if decision.format == 1:
+        return fields
+    if decision.format != 2:
+        raise ValueError(f"unknown audit row format {decision.format}")
+    return {
+        "format": 2,
+        "decision": stable_numbers(fields),
+        "request": request_fields(decision.request),
+    }
+
+
+def payload_hash(prev_hash: str, fields: dict[str, Any]) -> str:
+    return hashlib.sha256((prev_hash + "\n" + canonical_json(fields)).encode()).hexdigest()
+
+
 def row_hash(decision: Decision, prev_hash: str) -> str:
-    payload = prev_hash + "\n" + canonical_json(chained_fields(decision))
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return payload_hash(prev_hash, chained_fields(decision))
 
 
 # An arbitrary constant naming the audit chain's advisory lock on PostgreSQL.
@@ -90,16 +172,21 @@ class ChainBreak:
 def verify_chain(batch_size: int = 2000) -> Iterator[ChainBreak]:
     """Yield every place where the stored chain disagrees with the rows' content."""
     # Rows archived by `manage.py audit_archive` left a cut: the chain goes on from its head.
-    expected_prev = chain_start()
-    rows = Decision.objects.order_by("id").iterator(chunk_size=batch_size)
+    expected_prev, last_format = chain_start(), 1
+    rows = Decision.objects.select_related("request__agent").order_by("id").iterator(chunk_size=batch_size)
     for decision in rows:
         if decision.prev_hash != expected_prev:
             yield ChainBreak(decision.pk, "prev_hash does not match the previous row's hash (removed or re-ordered)")
-        if row_hash(decision, decision.prev_hash) != decision.hash:
-            yield ChainBreak(decision.pk, "hash does not match the row's content (row edited)")
-        expected_prev = decision.hash
+        if decision.format < last_format:
+            yield ChainBreak(decision.pk, f"format {decision.format} after a format {last_format} row (downgraded)")
+        if not verify_row(decision):
+            yield ChainBreak(decision.pk, "hash does not match the row's content or its request's (row edited)")
+        expected_prev, last_format = decision.hash, max(last_format, decision.format)
 
 
 def verify_row(decision: Decision) -> bool:
-    """Whether one row's content still matches its stored hash (the detail page's badge)."""
-    return row_hash(decision, decision.prev_hash) == decision.hash
+    """Whether one row's content (and, from format 2, its request's) still matches its stored hash."""
+    try:
+        return row_hash(decision, decision.prev_hash) == decision.hash
+    except ValueError:  # an unknown format: nothing vouches for the row
+        return False

@@ -215,6 +215,8 @@ class Decision(models.Model):
     # commit: the loser retries on the new head and the chain never forks.
     prev_hash = models.CharField(max_length=64, unique=True)
     hash = models.CharField(max_length=64, unique=True)
+    # Which fields `hash` covers (approvals.audit): 1 the decision's, 2 also its request's.
+    format = models.PositiveSmallIntegerField(default=2)
 
     objects = DecisionQuerySet.as_manager()
 

@@ -79,12 +79,24 @@ class AuditArchiveTests:
         archive("2999-01-01", tmp_path)
         path = tmp_path / AuditCut.objects.get().file_name
         header, *lines = archived_lines(path)
-        lines[1]["fields"]["behavior"] = "allow" if lines[1]["fields"]["behavior"] == "deny" else "deny"
+        decision = lines[1]["fields"]["decision"]
+        decision["behavior"] = "allow" if decision["behavior"] == "deny" else "deny"
         with gzip.open(path, "wt", encoding="utf-8") as out:
             out.writelines(json.dumps(row) + "\n" for row in (header, *lines))
         problem = verify(tmp_path)
         assert "broken in 2 place(s)" in problem  # the file's digest, and the edited row
         assert verify() == ""  # the live table alone knows nothing of the files
+
+    def test_it_detects_an_edited_request_in_an_archive(self, ci_bot: Any, tmp_path: Path) -> None:
+        decide_some(ci_bot.agent, 3)
+        archive("2999-01-01", tmp_path)
+        path = tmp_path / AuditCut.objects.get().file_name
+        header, *lines = archived_lines(path)
+        assert lines[1]["format"] == 2
+        lines[1]["fields"]["request"]["tool_input"] = {"command": "true"}
+        with gzip.open(path, "wt", encoding="utf-8") as out:
+            out.writelines(json.dumps(row) + "\n" for row in (header, *lines))
+        assert "broken in 2 place(s)" in verify(tmp_path)
 
     def test_it_detects_a_missing_archive(self, ci_bot: Any, tmp_path: Path) -> None:
         decide_some(ci_bot.agent, 2)
