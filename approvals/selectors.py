@@ -435,6 +435,29 @@ def denials_over_time(
     return sorted(counts.items())
 
 
+# What denied a call, as the monitor splits it; any other reason type counts as "other".
+DENIAL_CAUSES = {"rule": "rule", "user": "person", "timeout": "timeout", "safetyCheck": "safety check"}
+
+
+def decision_period(user: User | AnonymousUser, since: datetime, until: datetime) -> dict[str, Any]:
+    """All decisions and denials between `since` and `until`, denials split by cause, in one query."""
+    counts = (
+        _team_decisions(user, since)
+        .filter(created_at__lt=until)
+        .values_list("behavior", "reason_type")
+        .annotate(n=Count("*"))
+        .order_by()
+    )
+    decided = 0
+    causes: Counter[str] = Counter({cause: 0 for cause in (*DENIAL_CAUSES.values(), "other")})
+    for behavior, reason_type, n in counts:
+        decided += n
+        if behavior == "deny":
+            causes[DENIAL_CAUSES.get(reason_type, "other")] += n
+    denied = sum(causes.values())
+    return {"decided": decided, "denied": denied, "rate": denied / decided if decided else None, "causes": causes}
+
+
 DENIAL_DIMENSIONS = {"tool": "tool_name", "agent": "agent_id", "rule": "rule", "decider": "decided_by"}
 
 

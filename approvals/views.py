@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 from uuid import UUID
 
 from django.conf import settings
@@ -241,22 +243,64 @@ def denials(request: HttpRequest) -> HttpResponse:
     user = request.user
     over_time = selectors.denials_over_time(user, since, hourly=hourly)
     by = selectors.denials_top(user, since)
+    audit = _audit_link(since, now)
+
+    def by_chart(title: str, dimension: str, key: str) -> tuple[str, Any]:
+        chart = charts.bar_chart(by[dimension], title=f"Denials {title.lower()}", link=lambda v: audit(**{key: v}))
+        return title, chart
+
     context = {
         "days": days,
         "windows": WINDOWS,
+        "window_label": WINDOWS[days],
         "total": sum(n for _, n in over_time),
+        **_denial_rates(user, since, now, audit),
         "time_chart": charts.time_chart(over_time, since=since, until=now, hourly=hourly, title="Denials over time"),
         "charts": [
-            ("By tool", charts.bar_chart(by["tool"], title="Denials by tool")),
-            ("By agent", charts.bar_chart(by["agent"], title="Denials by agent")),
-            ("By rule", charts.bar_chart(by["rule"], title="Denials by rule")),
-            ("By decider", charts.bar_chart(by["decider"], title="Denials by decider")),
+            by_chart("By tool", "tool", "tool"),
+            by_chart("By agent", "agent", "agent"),
+            by_chart("By rule", "rule", "rule"),
+            by_chart("By decider", "decider", "decided_by"),
         ],
         "humans": selectors.human_decision_stats(user, since),
         "loops": selectors.sessions_in_denial_loops(user, since),
         "denial_limit": settings.GATEHOUSE_DENIAL_LIMIT,
     }
     return _page(request, "approvals/denials.html", context)
+
+
+# Which audit filters show the denials of each cause.
+CAUSE_FILTERS = {
+    "rule": {"reason_type": "rule"},
+    "person": {"reason_type": "user"},
+    "timeout": {"reason_type": "timeout"},
+    "safety check": {"reason_type": "safetyCheck"},
+    "other": {},
+}
+
+
+def _audit_link(since: datetime, until: datetime) -> Callable[..., str]:
+    """`audit(**filters)`: the audit page's URL for the denials of this period, narrowed by `filters`."""
+
+    def audit(**filters: str) -> str:
+        query = {"behavior": "deny", "since": since.isoformat(), "until": until.isoformat(), **filters}
+        return reverse("audit") + "?" + urlencode(query)
+
+    return audit
+
+
+def _denial_rates(user: Any, since: datetime, until: datetime, audit: Callable[..., str]) -> dict[str, Any]:
+    """This period's denial rate and causes, beside the previous period of the same length."""
+    now = selectors.decision_period(user, since, until)
+    before = selectors.decision_period(user, since - (until - since), since)
+    change = None
+    if now["rate"] is not None and before["rate"] is not None:
+        change = round((now["rate"] - before["rate"]) * 100, 1)
+    causes = [
+        {"cause": cause, "n": n, "was": before["causes"][cause], "href": audit(**CAUSE_FILTERS[cause])}
+        for cause, n in now["causes"].items()
+    ]
+    return {"period": now, "previous": before, "rate_change": change, "causes": causes, "denied_href": audit()}
 
 
 # --- rules ------------------------------------------------------------------------------

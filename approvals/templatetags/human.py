@@ -9,9 +9,9 @@ from django import template
 register = template.Library()
 
 
-def duration_text(seconds: float | None) -> str:
+def duration_text(seconds: float | str | None) -> str:
     """A duration a person reads at a glance: "850 ms", "4.2 s", "3 min 5 s", "2 h 5 min"."""
-    if seconds is None:
+    if seconds is None or seconds == "":
         return "—"
     seconds = max(float(seconds), 0.0)
     if seconds < 1:
@@ -30,13 +30,13 @@ def duration_text(seconds: float | None) -> str:
 
 
 @register.filter
-def ms(value: float | None) -> str:
-    """Milliseconds as a human duration."""
-    return duration_text(None if value is None else float(value) / 1000)
+def ms(value: float | str | None) -> str:
+    """Milliseconds as a human duration ("—" for no value)."""
+    return duration_text(None if value in (None, "") else float(value) / 1000)
 
 
 @register.filter
-def seconds(value: float | None) -> str:
+def seconds(value: float | str | None) -> str:
     return duration_text(value)
 
 
