@@ -11,9 +11,13 @@ Contracts matched here (Claude Code 2.1.x):
   shorter than the hook timeout) and then applies `--on-timeout` (default deny).
 - Claude Code kills a PermissionRequest hook whose race its own dialog won; on
   SIGTERM/SIGINT/SIGHUP the pending request is withdrawn ("answered locally").
-- Nothing here may print a traceback into the transcript: any fault applies
-  `--on-unreachable` (default ask: print nothing, Claude Code prompts locally) with one
-  line on stderr.
+- Nothing here may print a traceback into the transcript, and stdout carries nothing
+  but the one JSON answer (Claude Code runs the call on stdout that is not JSON).
+- Only an unreachable server (refused, no such name, no answer in time, 502/503/504)
+  follows `--on-unreachable` (default ask), and even then the hook prints `ask` or
+  `deny` (or the opted-in `allow`), never nothing. Any other answer (4xx, 500, a body
+  that is not the hook output, an answer whose `Gatehouse-Answer-For` is not the SHA-256
+  of the body sent) is denied with its reason.
 
 Start-up is most of what the hook costs beside the server's answer, so the common path
 imports only the C halves of json, socket and signal (`python3 -X importtime -m agent.hook`):
@@ -57,6 +61,21 @@ MAX_RESPONSE = 64 * 1024 * 1024
 
 class Unreachable(Exception):
     """Gatehouse could not be reached or answered something unusable."""
+
+
+class Refused(Exception):
+    """Gatehouse (or whatever answered) gave no usable decision for this call: deny.
+
+    Not "unreachable": a 4xx, a 500, a body that is not the hook output, or an answer
+    for another call must never fall back to `--on-unreachable` (which may allow).
+    """
+
+
+class Answer:
+    """One HTTP answer: status, parsed JSON, the raw body and the headers."""
+
+    def __init__(self, status: int, parsed: Any, raw: bytes, headers: dict[str, str]) -> None:
+        self.status, self.parsed, self.raw, self.headers = status, parsed, raw, headers
 
 
 class Interrupted(BaseException):
@@ -152,9 +171,9 @@ def read_token() -> str:
         with open(path, encoding="utf-8") as handle:
             token = handle.read().strip()
     if not token:
-        raise Unreachable("no token: set GATEHOUSE_TOKEN or GATEHOUSE_TOKEN_FILE")
+        raise Refused("no token: set GATEHOUSE_TOKEN or GATEHOUSE_TOKEN_FILE")
     if not (token.isascii() and token.isprintable()):
-        raise Unreachable("the token has characters no Gatehouse token has")
+        raise Refused("the token has characters no Gatehouse token has")
     return token
 
 
@@ -234,7 +253,7 @@ class Endpoint:
             self.port = int(port) if port.isascii() and port.isdigit() else 0
         usable = sep and scheme.lower() in ("http", "https") and host and 0 < self.port < 65536
         if not usable or not self.url.isascii() or any(ch <= " " or ch == "\x7f" for ch in self.url):
-            raise Unreachable(f"--server is not an http:// or https:// URL: {server!r}")
+            raise Refused(f"--server is not an http:// or https:// URL: {server!r}")
 
 
 def proxied(scheme: str) -> bool:
@@ -243,8 +262,10 @@ def proxied(scheme: str) -> bool:
     return any(value and name.lower() == wanted for name, value in os.environ.items())
 
 
-def http_post(endpoint: Endpoint, path: str, body: bytes, token: str, timeout: float) -> tuple[int, bytes]:
-    """POST on a new connection; return the answer's status and body.
+def http_post(
+    endpoint: Endpoint, path: str, body: bytes, token: str, timeout: float
+) -> tuple[int, dict[str, str], bytes]:
+    """POST on a new connection; return the answer's status, headers (lower-case names) and body.
 
     - Connection faults are OSError (worth a retry); an answer that is not HTTP is
       Unreachable. `timeout` bounds the connect and each read, as urlopen's did.
@@ -261,11 +282,11 @@ def http_post(endpoint: Endpoint, path: str, body: bytes, token: str, timeout: f
         while True:
             chunk = sock.recv(65536)
             received += chunk
-            answer = parse_response(bytes(received), ended=not chunk)
+            answer = parse_full_response(bytes(received), ended=not chunk)
             if answer is not None:
                 return answer
             if len(received) > MAX_RESPONSE:
-                raise Unreachable("the server's answer is too long")
+                raise Refused("the server's answer is too long")
     finally:
         sock.close()
 
@@ -298,7 +319,13 @@ def connect(endpoint: Endpoint, timeout: float) -> Any:
 
 
 def parse_response(data: bytes, *, ended: bool) -> tuple[int, bytes] | None:
-    """The status and body of the HTTP/1.x response in `data`; None while it is incomplete.
+    """The status and body of the HTTP/1.x response in `data`; None while it is incomplete."""
+    answer = parse_full_response(data, ended=ended)
+    return None if answer is None else (answer[0], answer[2])
+
+
+def parse_full_response(data: bytes, *, ended: bool) -> tuple[int, dict[str, str], bytes] | None:
+    """The status, headers and body of the HTTP/1.x response in `data`; None while incomplete.
 
     - `ended`: the server closed the connection, so `data` is all there will be.
     """
@@ -307,26 +334,26 @@ def parse_response(data: bytes, *, ended: bool) -> tuple[int, bytes] | None:
         head_end = data.find(b"\r\n\r\n")
         if head_end < 0:
             if len(data) > MAX_HEAD:
-                raise Unreachable("the server's answer has a head that is too long")
+                raise Refused("the server's answer has a head that is too long")
             if ended:
                 raise ConnectionResetError("the server closed the connection without a whole answer")
             return None
         status, headers = _parse_head(data[:head_end])
         data = data[head_end + 4 :]
     if status in (204, 304):
-        return status, b""
+        return status, headers, b""
     if "chunked" in headers.get("transfer-encoding", "").lower():
         body = _dechunk(data)
     elif "content-length" in headers:
         length = headers["content-length"]
         if not (length.isascii() and length.isdigit()):
-            raise Unreachable(f"the server answered {status} with a Content-Length that is not a number")
+            raise Refused(f"the server answered {status} with a Content-Length that is not a number")
         body = data[: int(length)] if len(data) >= int(length) else None
     else:
         body = data if ended else None  # the connection's end is the body's end (Connection: close)
     if body is None and ended:
         raise ConnectionResetError("the server closed the connection in the middle of its answer")
-    return None if body is None else (status, body)
+    return None if body is None else (status, headers, body)
 
 
 def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
@@ -334,7 +361,7 @@ def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
     words = lines[0].split(None, 2)
     status = words[1] if len(words) > 1 and words[0].startswith("HTTP/1.") else ""
     if not (len(status) == 3 and status.isascii() and status.isdigit()):
-        raise Unreachable(f"the server answered something that is not HTTP/1.x: {lines[0][:60]!r}")
+        raise Refused(f"the server answered something that is not HTTP/1.x: {lines[0][:60]!r}")
     headers = {}
     for line in lines[1:]:
         name, _, value = line.partition(":")
@@ -351,7 +378,7 @@ def _dechunk(data: bytes) -> bytes | None:
             return None
         size_text = data[at:line_end].split(b";", 1)[0].strip()
         if not (size_text.isalnum() and all(ch in b"0123456789abcdefABCDEF" for ch in size_text)):
-            raise Unreachable(f"the server answered a bad chunk size: {size_text[:20]!r}")
+            raise Refused(f"the server answered a bad chunk size: {size_text[:20]!r}")
         size = int(size_text, 16)
         if size == 0:
             return bytes(body)  # trailers, if any, are not read: the connection closes
@@ -362,7 +389,7 @@ def _dechunk(data: bytes) -> bytes | None:
         at += size + 2
 
 
-def post_through_proxy(url: str, body: bytes, token: str, timeout: float) -> tuple[int, bytes]:
+def post_through_proxy(url: str, body: bytes, token: str, timeout: float) -> tuple[int, dict[str, str], bytes]:
     """POST with urllib, which honours `http_proxy`/`https_proxy`/`no_proxy` exactly."""
     import urllib.error
     import urllib.request
@@ -371,9 +398,9 @@ def post_through_proxy(url: str, body: bytes, token: str, timeout: float) -> tup
     request = urllib.request.Request(url, data=body, method="POST", headers=headers)  # noqa: S310
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
-            return response.status, response.read()
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+        return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
 
 
 class Gatehouse:
@@ -391,19 +418,21 @@ class Gatehouse:
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    def _post(self, path: str, body: bytes, timeout: float) -> tuple[int, Any, bytes]:
-        """The status, the parsed JSON and the raw body of one POST."""
+    def _post(self, path: str, body: bytes, timeout: float) -> Answer:
+        """One POST: its status, parsed JSON (None for a proxy's fault page), raw body, headers."""
         if self.proxied:
-            status, raw = post_through_proxy(self.server + path, body, self.token, timeout)
+            status, headers, raw = post_through_proxy(self.server + path, body, self.token, timeout)
         else:
-            status, raw = http_post(self.endpoint, path, body, self.token, timeout)
+            status, headers, raw = http_post(self.endpoint, path, body, self.token, timeout)
         self.reached = True
         try:
-            return status, parse_json(raw or b"{}"), raw
+            return Answer(status, parse_json(raw or b"{}"), raw, headers)
         except ValueError:
-            raise Unreachable(f"Gatehouse answered {status} with a body that is not JSON") from None
+            if status in TRANSIENT_STATUS:
+                return Answer(status, None, raw, headers)
+            raise Refused(f"Gatehouse answered {status} with a body that is not JSON") from None
 
-    def hook(self, body: bytes, *, wait: float, on_timeout: str | None, ask_locally: bool) -> tuple[int, Any, bytes]:
+    def hook(self, body: bytes, *, wait: float, on_timeout: str | None, ask_locally: bool) -> Answer:
         """POST the hook input, retrying transient faults while the deadline allows."""
         # Every value is a number or one of the --on-timeout choices: nothing to escape.
         query = f"wait={max(wait, 0):.1f}"
@@ -414,11 +443,11 @@ class Gatehouse:
         delay = 0.1
         while True:
             try:
-                status, answer, raw = self._post("/hooks/claude-code?" + query, body, timeout=wait + 10)
-                if status not in TRANSIENT_STATUS:
-                    return status, answer, raw
-                problem = f"Gatehouse answered {status}"
-            except OSError as exc:  # urllib's URLError is an OSError too
+                answer = self._post("/hooks/claude-code?" + query, body, timeout=wait + 10)
+                if answer.status not in TRANSIENT_STATUS:
+                    return answer
+                problem = f"Gatehouse answered {answer.status}"
+            except OSError as exc:  # urllib's URLError is an OSError too; so are timeouts
                 problem = f"cannot reach Gatehouse at {self.server}: {getattr(exc, 'reason', exc)}"
             # A server never reached gets a short grace; a known one, the whole deadline.
             budget = self.remaining() if self.reached else min(self.remaining(), CONNECT_RETRY - self.elapsed())
@@ -436,11 +465,11 @@ class Gatehouse:
 
         path = f"/api/v1/permission-requests/{quote(request_id)}/cancel"
         try:
-            status = self._post(path, b'{"reason": "answered locally"}', timeout=1.0)[0] if request_id else 404
+            status = self._post(path, b'{"reason": "answered locally"}', timeout=1.0).status if request_id else 404
             if status in (404, 405):
                 # A server without the REST cancel route: withdraw through the hook endpoint.
                 self._post("/hooks/claude-code?withdraw=1", hook_body, timeout=1.0)
-        except (Unreachable, OSError):
+        except (Unreachable, Refused, OSError):
             pass
 
 
@@ -448,8 +477,14 @@ class Gatehouse:
 
 
 def local_answer(event: str, behavior: str, reason: str) -> dict[str, Any] | None:
-    """The output for a decision made here, without the server; None prints nothing."""
-    if behavior == "ask" or event not in DECIDING_EVENTS:
+    """The output for a decision made here, without the server; None only for other events.
+
+    - Never silence for a deciding event: silence lets Claude Code decide alone, which
+      in bypass or auto mode runs the call unreviewed. "ask" is PreToolUse's `ask`; a
+      PermissionRequest is Claude Code's own prompt already, so "ask" leaves it to that
+      prompt (headless: refused) and says why.
+    """
+    if event not in DECIDING_EVENTS:
         return None
     if event == "PreToolUse":
         return {
@@ -459,19 +494,50 @@ def local_answer(event: str, behavior: str, reason: str) -> dict[str, Any] | Non
                 "permissionDecisionReason": reason,
             }
         }
+    if behavior == "ask":
+        return {"systemMessage": f"{reason} Claude Code asks you instead."}
     decision: dict[str, Any] = {"behavior": behavior}
     if behavior == "deny":
         decision["message"] = reason
     return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
 
 
-def output_line(answer: dict[str, Any], raw: bytes) -> bytes | None:
-    """The server's hook output as Claude Code reads it: one JSON line, or nothing for {}."""
-    if not answer:
-        return None
-    line = raw.strip()
+def checked_output(event: str, answer: Answer, body: bytes) -> bytes:
+    """The server's hook output as Claude Code reads it, once it is proven to be ours.
+
+    - Bound to this call: `Gatehouse-Answer-For` names the SHA-256 of the exact body sent
+      (its tool_use_id, tool name and input), so an answer for another call is refused.
+    - Shaped as this event's output; `{}` (withdrawn) becomes an explicit ask.
+    """
+    if answer.headers.get("gatehouse-answer-for") != answer_binding(body):
+        raise Refused("the answer is not bound to this call (Gatehouse-Answer-For does not match)")
+    output = answer.parsed
+    if not isinstance(output, dict):
+        raise Refused("the answer is not a JSON object")
+    if not output:
+        local = local_answer(event, "ask", "Gatehouse has no answer for this call (withdrawn).")
+        return json_line(local)
+    specific = output.get("hookSpecificOutput")
+    if not isinstance(specific, dict) or specific.get("hookEventName") != event:
+        raise Refused(f"the answer is not a {event} hook output")
+    if event == "PreToolUse":
+        valid = specific.get("permissionDecision") in ("allow", "deny", "ask")
+    else:
+        decision = specific.get("decision")
+        valid = isinstance(decision, dict) and decision.get("behavior") in ("allow", "deny")
+    if not valid:
+        raise Refused(f"the answer has no {event} decision Claude Code honours")
+    line = answer.raw.strip()
     # The endpoint answers exactly the hook output; re-encoding it would import json.
-    return line + b"\n" if b"\n" not in line else json_line(answer)
+    return line + b"\n" if b"\n" not in line else json_line(output)
+
+
+def answer_binding(body: bytes) -> str:
+    try:  # the C module alone: hashlib's Python half costs start-up time on every call
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:
+        from hashlib import sha256
+    return "sha256=" + sha256(body).hexdigest()
 
 
 def decide(args: Options, event: str, body: bytes) -> bytes | None:
@@ -483,15 +549,20 @@ def decide(args: Options, event: str, body: bytes) -> bytes | None:
     # withdrawn if Claude Code kills us) before any long wait starts.
     wait, final = 0.0, False
     while True:
-        status, answer, raw = client.hook(
+        answer = client.hook(
             body, wait=wait, on_timeout=args.on_timeout if final else None, ask_locally=args.ask_locally
         )
-        pending = answer.get("gatehouse") if isinstance(answer, dict) else None
-        if status == 200 and isinstance(answer, dict):
-            return output_line(answer, raw)
-        if status != 202 or not isinstance(pending, dict) or pending.get("status") != "pending":
-            message = answer.get("error", {}).get("message") if isinstance(answer, dict) else None
-            raise Unreachable(f"Gatehouse answered {status}: {message or answer}")
+        if event in RECORDING_EVENTS:
+            return None
+        if answer.status == 200:
+            return checked_output(event, answer, body)
+        pending = answer.parsed.get("gatehouse") if isinstance(answer.parsed, dict) else None
+        if answer.status != 202 or not isinstance(pending, dict) or pending.get("status") != "pending":
+            error = answer.parsed.get("error") if isinstance(answer.parsed, dict) else None
+            message = error.get("message") if isinstance(error, dict) else None
+            raise Refused(f"Gatehouse answered {answer.status}: {message or answer.raw[:200]!r}")
+        if answer.headers.get("gatehouse-answer-for") != answer_binding(body):
+            raise Refused("the pending answer is not bound to this call (Gatehouse-Answer-For does not match)")
         _PENDING["id"] = str(pending.get("id", ""))
         if final:
             # The server should have applied on_timeout; if it did not, do it here.
@@ -516,7 +587,11 @@ def _withdraw() -> None:
 
 
 def run(argv: list[str] | None = None, stdin: Any = None) -> int:
-    """The whole command; returns the exit code. Prints at most one JSON line."""
+    """The whole command; returns the exit code. Prints at most one JSON line, and only that."""
+    out = sys.stdout.buffer
+    # Claude Code reads stdout as the hook's answer and runs the call on anything that
+    # is not JSON, so nothing else may ever reach it: stray prints go to stderr.
+    sys.stdout = sys.stderr
     for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
         _signal.signal(sig, _on_signal)
     args = parse_args(argv)
@@ -525,26 +600,29 @@ def run(argv: list[str] | None = None, stdin: Any = None) -> int:
         raw = (stdin or sys.stdin.buffer).read()
         hook_input = parse_json(raw or b"null")
         if not isinstance(hook_input, dict):
-            raise Unreachable("stdin is not Claude Code's hook input (a JSON object)")
+            raise Refused("stdin is not Claude Code's hook input (a JSON object)")
         event = str(hook_input.get("hook_event_name", ""))
         if event not in DECIDING_EVENTS + RECORDING_EVENTS:
             return 0
         if event in RECORDING_EVENTS:
             args.timeout = min(args.timeout, 10.0)
         output = decide(args, event, raw)
-        if event in RECORDING_EVENTS:
-            return 0
     except Interrupted:
         _withdraw()
         return 1
-    except Exception as exc:  # never a traceback into Claude Code's transcript
-        reason = str(exc) if isinstance(exc, Unreachable) else f"unexpected {type(exc).__name__}: {exc}"
-        print(f"gatehouse hook: {reason}; applying --on-unreachable {args.on_unreachable}", file=sys.stderr)
-        answer = local_answer(event, args.on_unreachable, f"Gatehouse unreachable ({reason}).")
+    except Unreachable as exc:
+        # Only a server never reached, or gone silent, follows --on-unreachable.
+        print(f"gatehouse hook: {exc}; applying --on-unreachable {args.on_unreachable}", file=sys.stderr)
+        answer = local_answer(event, args.on_unreachable, f"Gatehouse unreachable ({exc}).")
+        output = json_line(answer) if answer else None
+    except Exception as exc:  # never a traceback into Claude Code's transcript; fail closed
+        reason = str(exc) if isinstance(exc, Refused) else f"unexpected {type(exc).__name__}: {exc}"
+        print(f"gatehouse hook: {reason}; denying", file=sys.stderr)
+        answer = local_answer(event, "deny", f"Gatehouse gave no usable answer ({reason}), so the call is denied.")
         output = json_line(answer) if answer else None
     if output:
-        sys.stdout.buffer.write(output)
-        sys.stdout.buffer.flush()
+        out.write(output)
+        out.flush()
     return 0
 
 

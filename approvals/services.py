@@ -52,6 +52,7 @@ from approvals.models import (
     SessionDenials,
     Team,
 )
+from policy.tools import canonical_rule_tool
 
 log = logging.getLogger(__name__)
 
@@ -417,13 +418,29 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
         raise AuditUnavailable(AUDIT_UNAVAILABLE) from exc
 
 
+# How long after its decision a replayed `tool_use_id` still gets the same answer (a
+# hook's re-poll, a retried POST); later it is a new call reusing an id: a 409.
+REPLAY_WINDOW = timedelta(minutes=10)
+
+
 def _same_call(existing: PermissionRequest, call: dict[str, Any]) -> PermissionRequest:
     """The replayed request, if the replay really is the same call.
 
-    A replay returns the first call's decision, so a reused `tool_use_id` with other
-    input (`ls` allowed, then `rm -rf ~` under the same id) must not inherit its allow.
+    A replay returns the first call's decision, so it must match (agent, session,
+    `tool_use_id`, tool, input hash) and come within `REPLAY_WINDOW` of the decision: `ls`
+    allowed, then `rm -rf ~` — or another tool, or another session — under the same id
+    must not inherit its allow.
     """
-    if existing.input_hash != input_hash(call.get("tool_input", {})):
+    same_tool = canonical_rule_tool(str(call.get("tool_name", ""))) == canonical_rule_tool(existing.tool_name)
+    same = (
+        existing.input_hash == input_hash(call.get("tool_input", {}))
+        and same_tool
+        and existing.session_id == str(call.get("session_id") or "")
+    )
+    recent = existing.state == RequestState.PENDING or (
+        existing.decided_at is not None and timezone.now() - existing.decided_at < REPLAY_WINDOW
+    )
+    if not same or not recent:
         raise ToolUseIdReused(
             f"tool_use_id {existing.tool_use_id!r} was already used for a different call; "
             "send this call with a new tool_use_id."

@@ -29,6 +29,7 @@ worker thread, and DRF views are synchronous.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -64,6 +65,7 @@ RECORDING_EVENTS = (POST_TOOL_USE, POST_TOOL_USE_FAILURE)
 # is the server's (a deny), and an agent's own query must not approve its own ask.
 ON_TIMEOUT_CHOICES = ("deny", "ask")
 ANSWERED_LOCALLY = "answered locally"
+ANSWER_HEADER = "Gatehouse-Answer-For"
 # A PermissionRequest reuses a decided PreToolUse request only while that call has not
 # run yet (no PostToolUse recorded) and only this soon after it; older matches are an
 # earlier call with the same input, which deserves its own request.
@@ -439,6 +441,19 @@ async def claude_code_hook(request: HttpRequest) -> JsonResponse:
         raw = request.body
     except RequestDataTooBig:
         return _error(413, "too_large", f"The body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.")
+    response = await _answer(agent, request, raw)
+    # Binds the answer to the exact call it answers (its tool_use_id, tool name and input
+    # are in the body): the hook refuses an answer for anything else.
+    response[ANSWER_HEADER] = answer_binding(raw)
+    return response
+
+
+def answer_binding(raw: bytes) -> str:
+    """The `Gatehouse-Answer-For` value for a hook input body: its SHA-256."""
+    return "sha256=" + hashlib.sha256(raw).hexdigest()
+
+
+async def _answer(agent: Agent, request: HttpRequest, raw: bytes) -> JsonResponse:
     try:
         options = parse_options(request.GET)
         call = parse_hook_input(json.loads(raw or b"null"))
@@ -473,6 +488,8 @@ async def _decide(agent: Agent, call: HookCall, options: HookOptions) -> JsonRes
         return JsonResponse(render(call.event, outcome))
     except services.AuditUnavailable as exc:
         return JsonResponse(render_failure(call.event, str(exc)))
+    except services.ToolUseIdReused as exc:
+        return _error(409, "tool_use_id_reused", str(exc))
     except services.ServiceError as exc:
         return _error(400, "invalid", str(exc))
     except Exception:

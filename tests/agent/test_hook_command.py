@@ -176,11 +176,13 @@ class HookDecisionTests:
 
 
 class HookUnreachableTests:
-    def test_it_prints_nothing_by_default_when_the_server_is_down(self, ci_bot: Any) -> None:
+    def test_it_asks_by_default_when_the_server_is_down(self, ci_bot: Any) -> None:
+        """Never silence: in bypass or auto mode silence would run the call unreviewed."""
         url = f"http://127.0.0.1:{free_port()}"
         code, out, err = run_hook(url, ci_bot.token, hook_input("PreToolUse"))
         assert code == 0
-        assert out is None
+        assert out["hookSpecificOutput"]["permissionDecision"] == "ask"
+        assert "unreachable" in out["hookSpecificOutput"]["permissionDecisionReason"]
         assert err.count("\n") == 1 and "Traceback" not in err
         assert "on-unreachable ask" in err
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from agent.hook import Endpoint, Unreachable, parse_args, parse_json, parse_response
+from agent.hook import Endpoint, Refused, parse_args, parse_json, parse_response
 from tests.e2e.claude_code.hookrun import ROOT
 
 BODY = b'{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}'
@@ -51,7 +51,7 @@ class ResponseParsingTests:
         ],
     )
     def test_it_rejects_what_is_not_http(self, data: bytes) -> None:
-        with pytest.raises(Unreachable):
+        with pytest.raises(Refused):
             parse_response(data, ended=False)
 
 
@@ -90,7 +90,7 @@ class EndpointTests:
         ],
     )
     def test_it_refuses_what_is_not_an_http_url(self, url: str) -> None:
-        with pytest.raises(Unreachable):
+        with pytest.raises(Refused):
             Endpoint(url)
 
 
@@ -161,4 +161,5 @@ class OptionsTests:
 
     def test_it_prints_help(self) -> None:
         done = subprocess.run([sys.executable, "-m", "agent.hook", "--help"], cwd=ROOT, capture_output=True, text=True)
-        assert done.returncode == 0 and "--on-unreachable" in done.stdout
+        # Help too goes to stderr: Claude Code reads stdout as the answer, so only JSON may go there.
+        assert done.returncode == 0 and "--on-unreachable" in done.stderr and done.stdout == ""

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure")
+DECIDING_EVENTS = ("PreToolUse", "PermissionRequest")
 # How an entry is recognised as ours: the hook command, or the curl endpoint.
 OUR_MARKERS = ("agent/hook.py", "agent.hook", "/hooks/claude-code")
 # Claude Code counts a hook that outlives its timeout as no decision, so its timeout
@@ -85,8 +86,13 @@ def with_ours(doc: dict[str, Any], events: list[str], command: str, timeout: int
     hooks = doc.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise CommandError("the settings file's 'hooks' is not an object; fix it by hand first")
-    entry = {"type": "command", "command": command, "timeout": timeout}
     for event in events:
+        entry: dict[str, Any] = {"type": "command", "command": command, "timeout": timeout}
+        if event in DECIDING_EVENTS:
+            # A hook that crashes or times out blocks the call instead of letting Claude
+            # Code run it alone. Exactly "block": Claude Code 2.1.332 drops the whole
+            # settings file over a misspelt value.
+            entry["onFailure"] = "block"
         hooks.setdefault(event, []).append({"matcher": "*", "hooks": [entry]})
     return doc
 
@@ -128,7 +134,10 @@ class Command(BaseCommand):
         return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--settings", dest="settings_path", required=True, help="Claude Code settings file")
+        # `manage.py` hands a command-line `--settings` over as `--claude-settings`.
+        parser.add_argument(
+            "--claude-settings", "--settings", dest="settings_path", required=True, help="Claude Code settings file"
+        )
         parser.set_defaults(settings=None)
         parser.add_argument("--server", default=settings.PUBLIC_URL, help="Gatehouse URL the agent reaches")
         parser.add_argument("--events", nargs="+", default=list(EVENTS), choices=EVENTS)

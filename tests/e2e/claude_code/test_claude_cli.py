@@ -132,10 +132,10 @@ class ClaudeUnreachableTests:
         down = f"http://127.0.0.1:{free_port()}"
         run = run_claude(fake, tmp_path / "home", project, hook_settings(hook_command(down)), token=ci_bot.token)
         assert run.returncode == 0, run.stderr
-        # Headless Claude Code refuses what it would have prompted for; no hook error shows.
+        # The hook answers "ask" (never silence); headless Claude Code refuses what it
+        # would have prompted for.
         assert not (project / "marker").exists()
-        assert "Gatehouse" not in fake.tool_result_text()
-        assert "needs approval" in fake.tool_result_text() or "permission" in fake.tool_result_text().lower()
+        assert fake.tool_result_is_error(), fake.tool_result_text()
 
     def test_server_down_with_on_unreachable_allow_lets_it_run(
         self, fake: FakeAnthropic, project: Path, tmp_path: Path, ci_bot: Any
