@@ -168,7 +168,8 @@ def read_token() -> str:
     token = os.environ.get("GATEHOUSE_TOKEN", "").strip()
     path = os.environ.get("GATEHOUSE_TOKEN_FILE", "")
     if not token and path:
-        with open(path, encoding="utf-8") as handle:
+        # `~` too: the Agents page's snippet names ~/.config/gatehouse-token inside quotes.
+        with open(os.path.expanduser(path), encoding="utf-8") as handle:
             token = handle.read().strip()
     if not token:
         raise Refused("no token: set GATEHOUSE_TOKEN or GATEHOUSE_TOKEN_FILE")

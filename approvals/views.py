@@ -457,10 +457,15 @@ def rules_explain(request: HttpRequest) -> HttpResponse:
 
 
 def _hook_snippet(request: HttpRequest) -> str:
-    server = settings.PUBLIC_URL or request.build_absolute_uri("/").rstrip("/")
-    command = f"python -m agent.hook --server {server}"
-    hook = {"type": "command", "command": command, "timeout": 330}
-    return json.dumps({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [hook]}]}}, indent=2)
+    """What `install_claude_hooks` writes, for this server's URL: it runs from any directory."""
+    from approvals.management.commands import install_claude_hooks as installer
+
+    server = settings.PUBLIC_URL if settings.PUBLIC_URL_SET else request.build_absolute_uri("/").rstrip("/")
+    options = {"server": server, "curl": False, "python": "", "timeout": 300, "on_timeout": "deny"}
+    options |= {"on_unreachable": "ask", "ask_locally": False, "token_file": "~/.config/gatehouse-token"}
+    command = installer.hook_command(options)
+    doc = installer.with_ours({}, list(installer.EVENTS), command, 300 + installer.TIMEOUT_MARGIN)
+    return json.dumps(doc, indent=2)
 
 
 @login_required

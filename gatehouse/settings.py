@@ -82,6 +82,8 @@ if PRODUCTION:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "" if PRODUCTION else "127.0.0.1,localhost,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 PUBLIC_URL = env_str("GATEHOUSE_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+# Whether GATEHOUSE_PUBLIC_URL was set; if not, pages name the address they were reached at.
+PUBLIC_URL_SET = bool(os.environ.get("GATEHOUSE_PUBLIC_URL"))
 # Full origins (scheme://host:port) whose pages may open a dashboard socket; empty means the
 # server's own origin, GATEHOUSE_PUBLIC_URL's and CSRF_TRUSTED_ORIGINS (relay/origins.py).
 GATEHOUSE_ALLOWED_ORIGINS = env_list("GATEHOUSE_ALLOWED_ORIGINS")

@@ -60,4 +60,35 @@ class AgentsPageTests:
         settings = json.loads(snippet.group(1).replace("&quot;", '"'))
         hook = settings["hooks"]["PreToolUse"][0]
         assert hook["matcher"] == "*"
-        assert hook["hooks"][0]["command"].startswith("python -m agent.hook --server http")
+        command = hook["hooks"][0]["command"]
+        # The script by its absolute path (runs outside the project), this server's URL.
+        assert "/agent/hook.py --server http://testserver " in command
+        assert hook["hooks"][0]["onFailure"] == "block"
+
+    def test_its_snippet_runs_from_another_directory(self, alice: Any, ci_bot: Any, tmp_path: Any) -> None:
+        import subprocess
+
+        from tests.e2e.claude_code.hookrun import hook_input
+        from tests.live import free_port
+
+        html = client_for(alice).get("/agents/").content.decode()
+        snippet = re.search(r'<pre class="json" id="hook-snippet">(.*?)</pre>', html, re.S)
+        assert snippet is not None
+        import html as html_lib
+
+        command = json.loads(html_lib.unescape(snippet.group(1)))["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        (tmp_path / ".config").mkdir()
+        (tmp_path / ".config" / "gatehouse-token").write_text(ci_bot.token)
+        down = command.replace("http://testserver", f"http://127.0.0.1:{free_port()}")
+        done = subprocess.run(
+            ["sh", "-c", down],
+            input=json.dumps(hook_input("PreToolUse")),
+            cwd=tmp_path,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "No module named" not in done.stderr, done.stderr
+        assert done.stdout, (down, done.stderr)
+        assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "ask"  # unreachable
