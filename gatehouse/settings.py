@@ -215,6 +215,15 @@ CACHES = {
 # --- Gatehouse behaviour --------------------------------------------------------------
 
 GATEHOUSE_ASK_TIMEOUT = env_int("GATEHOUSE_ASK_TIMEOUT", 300)
+
+# Signed checkpoints of the audit chain's head, outside the database (approvals.checkpoints).
+# The private key is for the sweeper and `audit_checkpoint` only: leave it unset (and
+# unreadable) for the web process. `audit_verify` needs only the public key.
+GATEHOUSE_CHECKPOINT_FILE = Path(env_str("GATEHOUSE_CHECKPOINT_FILE") or VAR_DIR / "audit-checkpoints.jsonl")
+GATEHOUSE_CHECKPOINT_KEY_FILE = env_str("GATEHOUSE_CHECKPOINT_KEY_FILE")
+GATEHOUSE_CHECKPOINT_PUBLIC_KEY_FILE = env_str("GATEHOUSE_CHECKPOINT_PUBLIC_KEY_FILE")
+GATEHOUSE_CHECKPOINT_ROWS = env_int("GATEHOUSE_CHECKPOINT_ROWS", 1000)
+GATEHOUSE_CHECKPOINT_MINUTES = env_int("GATEHOUSE_CHECKPOINT_MINUTES", 10)
 GATEHOUSE_MAX_WAIT = env_int("GATEHOUSE_MAX_WAIT", 600)
 GATEHOUSE_CLAIM_TTL_MS = env_int("GATEHOUSE_CLAIM_TTL_MS", 10_000)
 GATEHOUSE_SWEEP_INTERVAL = env_int("GATEHOUSE_SWEEP_INTERVAL", 5)

@@ -206,6 +206,7 @@ DB_ENGINE_SUITES = (
     "tests/approvals/test_audit_before_release.py",
     "tests/approvals/test_audit_archive.py",
     "tests/approvals/test_audit_chain.py",
+    "tests/approvals/test_audit_checkpoints.py",
     "tests/approvals/test_audit_coverage.py",
     "tests/approvals/test_api_decide.py",
     "tests/approvals/test_api_long_poll.py",

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from approvals.archive import verify_archives
 from approvals.audit import verify_chain
+from approvals.checkpoints import CheckpointError, verify_checkpoints
 from approvals.models import AuditCut, Decision
 
 
@@ -21,11 +22,21 @@ class Command(BaseCommand):
             metavar="DIR",
             help="also verify the files audit_archive wrote there, and that they join the live table",
         )
+        parser.add_argument(
+            "--checkpoints",
+            metavar="FILE",
+            help="the signed checkpoints to check against (default: GATEHOUSE_CHECKPOINT_FILE), e.g. an off-host copy",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         problems = [f"decision {b.decision_id}: {b.problem}" for b in verify_chain()]
         if options["archives"]:
             problems += list(verify_archives(Path(options["archives"])))
+        try:
+            anchored = verify_checkpoints(Path(options["checkpoints"]) if options["checkpoints"] else None)
+        except CheckpointError as exc:
+            raise CommandError(str(exc)) from None
+        problems += anchored.problems
         for problem in problems:
             self.stderr.write(problem)
         if problems:
@@ -38,3 +49,5 @@ class Command(BaseCommand):
             else ""
         )
         self.stdout.write(f"audit chain intact: {Decision.objects.count()} decisions verified{since}{archived}")
+        # Said on every run, so a deployment without checkpoints knows what it cannot see.
+        self.stdout.write(anchored.summary)
