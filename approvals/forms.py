@@ -7,6 +7,7 @@ from typing import Any
 
 from django import forms
 
+from approvals import strict_json
 from approvals.models import Agent, Mode, RuleBehavior, RuleScope, RuleSource, Team
 from approvals.services import CHAT_PROVIDERS
 
@@ -154,9 +155,11 @@ class ExplainForm(forms.Form):
 
     def clean_tool_input(self) -> dict[str, Any]:
         try:
-            value = json.loads(self.cleaned_data["tool_input"])
+            value = strict_json.loads(self.cleaned_data["tool_input"])
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"Not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}.") from None
+        except ValueError as exc:
+            raise forms.ValidationError(f"Not valid JSON: {exc}.") from None
         if not isinstance(value, dict):
             raise forms.ValidationError('The tool input must be a JSON object, e.g. {"command": "ls"}.')
         return value

@@ -22,7 +22,7 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from approvals import events, permissions, selectors, services
+from approvals import events, permissions, selectors, services, strict_json
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
 from approvals.calls import CallInvalid, parse_call
 from approvals.cards import render_card_as
@@ -97,7 +97,9 @@ def parse_frame(text: str | None, binary: bytes | None) -> dict[str, Any]:
     if len(text.encode()) > MAX_FRAME_BYTES:
         raise FrameError("frame_too_large", f"frames are limited to {MAX_FRAME_BYTES} bytes")
     try:
-        frame = json.loads(text)
+        frame = strict_json.loads(text)
+    except strict_json.LoneSurrogateError as exc:
+        raise FrameError("invalid_json", str(exc)) from None
     except ValueError:
         raise FrameError("invalid_json", "the frame is not valid JSON") from None
     if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -15,7 +16,8 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.pagination import CursorPagination
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -23,6 +25,9 @@ from approvals import selectors
 from approvals.api.common import ApiView, IsPerson, QuerySerializer
 from approvals.api.shapes import ErrorSerializer
 from approvals.models import Decision
+
+# A cursor's position is an audit row id; anything else (or past a 64-bit id) was not ours.
+ROW_ID = re.compile(r"[0-9]{1,18}")
 
 # Rows per database round trip and per thread hop of an export; a batch is held in memory.
 EXPORT_BATCH = 2000
@@ -159,6 +164,19 @@ class AuditListApi(ApiView):
         page_size = 100
         page_size_query_param = "page_size"
         max_page_size = 1000
+
+        def decode_cursor(self, request: Request) -> Cursor | None:
+            """A cursor this server gave out, or 400: a tampered position must never reach the query."""
+            try:
+                cursor = super().decode_cursor(request)
+            except NotFound:
+                cursor = None
+                valid = False
+            else:
+                valid = cursor is None or cursor.position is None or bool(ROW_ID.fullmatch(str(cursor.position)))
+            if not valid:
+                raise ValidationError({"cursor": ["not a cursor this server gave out"]})
+            return cursor
 
     @extend_schema(
         operation_id="audit_list",

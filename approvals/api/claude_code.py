@@ -45,7 +45,7 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from approvals import selectors, services
+from approvals import selectors, services, strict_json
 from approvals.api.errors import DATABASE_UNAVAILABLE
 from approvals.audit import input_hash
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
@@ -456,7 +456,7 @@ def answer_binding(raw: bytes) -> str:
 async def _answer(agent: Agent, request: HttpRequest, raw: bytes) -> JsonResponse:
     try:
         options = parse_options(request.GET)
-        call = parse_hook_input(json.loads(raw or b"null"))
+        call = parse_hook_input(strict_json.loads(raw or b"null"))
     except ValueError as exc:  # json.JSONDecodeError and HookInputError are both ValueErrors
         message = str(exc) if isinstance(exc, HookInputError) else f"The body is not valid JSON: {exc}"
         return _error(400, "invalid", message)

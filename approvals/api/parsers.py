@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import IO, Any
@@ -11,6 +10,7 @@ from django.conf import settings
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 
+from approvals import strict_json
 from approvals.api.errors import PayloadTooLarge
 
 
@@ -55,7 +55,7 @@ class LimitedJSONParser(parsers.JSONParser):
         except UnicodeDecodeError as exc:
             raise ParseError(f"the body must be UTF-8 ({exc.reason} at byte {exc.start})") from None
         try:
-            return json.loads(text, parse_float=_finite_float, parse_constant=_no_constants)
+            return strict_json.loads(text, parse_float=_finite_float, parse_constant=_no_constants)
         except RecursionError:
             raise ParseError("JSON nested too deeply") from None
         except ValueError as exc:
