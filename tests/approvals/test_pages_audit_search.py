@@ -52,3 +52,22 @@ class AuditPageSearchTests:
 
     def test_it_says_so_when_nothing_matches(self, alice: Any, history: None) -> None:
         assert "No audit rows match “zzz”." in page(alice, "?q=zzz")
+
+
+@pytest.mark.django_db
+class AuditTimesTests:
+    def test_it_shows_times_in_human_units_without_microseconds(self, alice: Any, history: None) -> None:
+        import re
+
+        from approvals.models import Decision
+
+        row = Decision.objects.filter(reason_type="user").get()
+        html = page(alice, "").replace("\n", " ")
+        assert re.search(r"<time [^>]*>(just now|\d+ s ago)</time>", html)
+        client = Client()
+        client.force_login(alice)
+        detail = client.get(f"/audit/{row.pk}/").content.decode()
+        assert re.search(r"\d{2}:\d{2}:\d{2} UTC\)", detail)
+        shown = re.sub(r"<[^>]+>", " ", detail)  # machine-readable datetime attributes aside
+        assert not re.search(r"\d{2}:\d{2}:\d{2}\.\d{6}", shown), "no microseconds"
+        assert re.search(r"<dt>Latency</dt><dd>\d+(\.\d)? (ms|s)", detail)
