@@ -19,8 +19,27 @@ def _decide() -> int:
     except json.JSONDecodeError as exc:
         print(f"policy decide: stdin is not valid JSON: {exc}", file=sys.stderr)
         return 2
+    if isinstance(doc, dict) and "facts" not in doc:
+        doc["facts"] = _own_facts(doc)
     print(json.dumps(decide(doc).to_dict(), indent=2, ensure_ascii=False))
     return 0
+
+
+def _own_facts(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """This command runs on the agent's machine: report its own disk, as a hook would."""
+    from agent.facts import gather  # reads the disk, so it lives outside the engine
+
+    tool_input = doc.get("tool_input")
+    directories = doc.get("additional_directories")
+    cwd = doc.get("cwd")
+    home = doc.get("home")
+    return gather(
+        str(doc.get("tool_name")),
+        tool_input if isinstance(tool_input, dict) else {},
+        cwd if isinstance(cwd, str) else "",
+        [d for d in directories if isinstance(d, str)] if isinstance(directories, list) else [],
+        home if isinstance(home, str) and home else None,
+    )
 
 
 def _lint(paths: Sequence[str], source: str) -> int:

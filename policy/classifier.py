@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from policy.paths import inside_any, looks_like_path, normalise, working_directories
+from policy.facts import NO_FACTS, AgentFacts
+from policy.paths import PathResolver, inside_any, looks_like_path, working_directories
 from policy.shell import analyse
 
 NAME = "readonly"
@@ -57,7 +58,8 @@ def classify_readonly(
     *,
     cwd: str = "/",
     additional_directories: tuple[str, ...] = (),
-    home: str = "/nonexistent-home",
+    home: str | None = "/nonexistent-home",
+    facts: AgentFacts = NO_FACTS,
 ) -> dict[str, Any]:
     """Return ``{"name", "behavior", "reason"}``; behavior is "allow" or None (no opinion)."""
     if tool_name in SAFE_TOOLS:
@@ -67,15 +69,16 @@ def classify_readonly(
     command = tool_input.get("command")
     if not isinstance(command, str):
         return _verdict(None, "no command")
-    analysis = analyse(command, cwd, additional_directories, home)
+    resolver = PathResolver(cwd, home, facts)
+    analysis = analyse(command, cwd, additional_directories, home, resolver)
     if not analysis.can_auto_allow:
         return _verdict(None, "the command cannot be analysed as read-only")
     if analysis.write_targets:
         # A redirect, ``tee``, ``cp``… writes: never read-only, whatever the command.
         return _verdict(None, f"it writes to {analysis.write_targets[0][0]}")
-    roots = working_directories(cwd, additional_directories, home)
+    roots = working_directories(cwd, additional_directories, home, facts)
     for simple in analysis.commands:
-        problem = _readonly_problem(simple.words, simple.wrappers, cwd, home, roots)
+        problem = _readonly_problem(simple.words, simple.wrappers, resolver, roots)
         if problem:
             return _verdict(None, problem)
     return _verdict("allow", "every part of the command is read-only inside the working directories")
@@ -84,8 +87,7 @@ def classify_readonly(
 def _readonly_problem(
     words: tuple[str, ...],
     wrappers: tuple[str, ...],
-    cwd: str,
-    home: str,
+    resolver: PathResolver,
     roots: tuple[str, ...],
 ) -> str | None:
     if wrappers:
@@ -101,7 +103,12 @@ def _readonly_problem(
     for word in words[1:]:
         if word in _WRITING_FLAGS or word.startswith("--output="):
             return f"{word} may write"
-        if looks_like_path(word) and not inside_any(normalise(word, cwd, home), roots):
+        if not looks_like_path(word):
+            continue
+        path = resolver.normalise(word)
+        if not path.known:
+            return f"the agent did not report where {word} leads"
+        if not inside_any(path, roots):
             return f"{word} is outside the working directories"
     return None
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import fnmatch
-import functools
-import os
 import os.path
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from policy.facts import NO_FACTS, AgentFacts
 
 # Writes here change how the repository, the agent, the editor or the user's shell
 # behaves next time (hooks, fsmonitor, tasks, aliases, build wrappers), so they are a
@@ -70,10 +69,15 @@ HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/t
 
 @dataclass(frozen=True)
 class NormalPath:
-    """A path as written (``lexical``) and with symlinks resolved (``real``)."""
+    """A path as written (``lexical``) and with symlinks resolved (``real``).
+
+    ``known`` is False when the agent did not report where the path leads: ``real`` is
+    then only the lexical path, and nothing may be allowed on the strength of it.
+    """
 
     lexical: str
     real: str
+    known: bool = True
 
     def variants(self) -> tuple[str, ...]:
         if self.lexical == self.real:
@@ -94,6 +98,11 @@ def expand_home(path: str, home: str) -> str:
     return path
 
 
+def names_home(path: str) -> bool:
+    """``~``, ``~/…`` or ``~user/…``: a path that means nothing until the home is known."""
+    return path.startswith("~")
+
+
 def lexical_path(path: str, cwd: str, home: str) -> str:
     """Resolve ``~``, relative segments and ``..`` against cwd, without touching the disk."""
     base = cwd if os.path.isabs(cwd) else "/"
@@ -104,79 +113,67 @@ def lexical_path(path: str, cwd: str, home: str) -> str:
     return lexical
 
 
-def normalise(path: str, cwd: str, home: str) -> NormalPath:
-    """Resolve ``~``, relative segments and ``..`` against cwd, then symlinks."""
-    lexical = lexical_path(path, cwd, home)
-    return NormalPath(lexical, real_path(lexical))
-
-
-def real_path(lexical: str) -> str:
-    """``os.path.realpath`` of a normalised absolute path, stopping early where it can.
-
-    The standard library calls ``lstat`` on every component even after one is missing.
-    Until the first symlink every prefix is the lexical path itself, and nothing below
-    a missing component (or a non-directory) exists, so the path is already real there:
-    one syscall instead of one per component for paths that exist only on the agent's
-    machine. Symlinks and any other error go to the standard library.
-    """
-    try:
-        prefix = ""
-        for name in lexical[1:].split("/"):
-            prefix = f"{prefix}/{name}"
-            try:
-                mode = os.lstat(prefix).st_mode
-            except (FileNotFoundError, NotADirectoryError):
-                return lexical
-            if stat.S_ISLNK(mode):
-                return os.path.realpath(lexical)
-        return lexical
-    except (OSError, ValueError):
-        try:
-            return os.path.realpath(lexical)
-        except (OSError, ValueError):
-            return lexical
+def normalise(path: str, cwd: str, home: str | None, facts: AgentFacts = NO_FACTS) -> NormalPath:
+    """Resolve ``~``, relative segments and ``..`` against cwd, then symlinks (as reported)."""
+    if home is None and names_home(path):
+        # Where ``~`` is, only the agent knows; "~/x" is no path on this side.
+        return NormalPath(path, path, known=False)
+    lexical = lexical_path(path, cwd, home or "/")
+    real = facts.real(lexical)
+    if real is None:
+        return NormalPath(lexical, lexical, known=False)
+    return NormalPath(lexical, real)
 
 
 @dataclass
 class PathResolver:
-    """Resolve paths for one decision, each distinct path once.
+    """Resolve paths for one decision from the agent's facts, each distinct path once.
 
-    - Create one per decision and drop it with the decision: symlinks change between
-      calls (an agent can create one), so resolved paths must never outlive it.
+    - Create one per decision and drop it with the decision: the facts describe the
+      agent's disk at the moment of this call, never of the next one.
     """
 
     cwd: str
-    home: str
-    _real: dict[str, str] = field(default_factory=dict, repr=False)
+    home: str | None
+    facts: AgentFacts = NO_FACTS
+    _seen: dict[str, NormalPath] = field(default_factory=dict, repr=False)
 
     def normalise(self, path: str) -> NormalPath:
-        lexical = lexical_path(path, self.cwd, self.home)
-        real = self._real.get(lexical)
-        if real is None:
-            real = self._real[lexical] = real_path(lexical)
-        return NormalPath(lexical, real)
+        found = self._seen.get(path)
+        if found is None:
+            found = self._seen[path] = normalise(path, self.cwd, self.home, self.facts)
+        return found
 
 
-def working_directories(cwd: str, additional: Iterable[str], home: str) -> tuple[str, ...]:
-    """Return the absolute working directories, as written and symlink-resolved."""
-    return _working_directories(cwd, tuple(additional), home)
-
-
-@functools.lru_cache(maxsize=256)
-def _working_directories(cwd: str, additional: tuple[str, ...], home: str) -> tuple[str, ...]:
-    # Memoised: resolving symlinks costs a syscall per path component on every call,
-    # and a session's working directories do not move under it.
+def working_directories(
+    cwd: str, additional: Iterable[str], home: str | None, facts: AgentFacts = NO_FACTS
+) -> tuple[str, ...]:
+    """Return the absolute working directories, as written and as the agent resolved them."""
     roots: list[str] = []
     for entry in (cwd, *additional):
         if not isinstance(entry, str) or not entry:
             continue
         if not os.path.isabs(entry) and not entry.startswith("~"):
             entry = os.path.join(cwd or "/", entry)
-        resolved = normalise(entry, cwd or "/", home)
+        resolved = normalise(entry, cwd or "/", home, facts)
+        if not os.path.isabs(resolved.lexical):
+            continue  # "~/x" with no home reported: no directory to work in
         for candidate in resolved.variants():
             if candidate not in roots:
                 roots.append(candidate)
     return tuple(roots)
+
+
+UNREPORTED = "the agent did not report"
+
+
+def unreported(path: NormalPath, home: str | None) -> str | None:
+    """What the agent did not report that deciding on ``path`` needs, or None."""
+    if not path.known:
+        return f"{UNREPORTED} where {path.lexical} leads"
+    if home is None:
+        return f"{UNREPORTED} its home directory"
+    return None
 
 
 def is_inside(path: str, root: str) -> bool:
@@ -229,7 +226,7 @@ def could_be_protected(word: str, resolver: PathResolver) -> bool:
     starting with "." unless it starts with one (``rm -rf *`` leaves ``.git``).
     Expansions (``$X``) and another user's ``~bob`` could be anything.
     """
-    if "$" in word or "`" in word or (word.startswith("~") and expand_home(word, resolver.home) == word):
+    if "$" in word or "`" in word or (word.startswith("~") and expand_home(word, resolver.home or "") == word):
         return True
     cut = min((word.find(c) for c in "*?[" if c in word), default=len(word))
     slash = word.rfind("/", 0, cut)

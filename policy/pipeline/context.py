@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from policy.facts import NO_FACTS, AgentFacts
 from policy.paths import NormalPath, PathResolver, is_inside, working_directories
 from policy.shell import ShellAnalysis, analyse
 from policy.tools import ToolSpec
@@ -20,7 +21,7 @@ class CallContext:
     spec: ToolSpec
     tool_input: dict[str, Any]
     cwd: str
-    home: str
+    home: str | None
     mode: str
     roots: tuple[str, ...]
     now: datetime
@@ -29,6 +30,7 @@ class CallContext:
     analysis: ShellAnalysis | None = None
     host: str | None = None
     web_url: WebUrl | None = None
+    facts: AgentFacts = NO_FACTS
     # One resolver per decision: a path named twice (a redirect target that is also an
     # operand) is resolved once, and nothing resolved outlives the decision.
     resolver: PathResolver = field(init=False, repr=False)
@@ -38,7 +40,7 @@ class CallContext:
     _relatives: dict[str, dict[str, str | None]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        self.resolver = PathResolver(self.cwd, self.home)
+        self.resolver = PathResolver(self.cwd, self.home, self.facts)
         self.rule_keys = rule_keys(self.spec)
 
     def shell_operand_paths(self) -> list[NormalPath]:
@@ -69,7 +71,7 @@ class CallContext:
         if found is None:
             found = self._relatives[path] = {
                 "abs": _relative(path, "/"),
-                "home": _relative(path, self.home),
+                "home": _relative(path, self.home) if self.home is not None else None,
                 "cwd": _relative(path, self.project_root),
             }
         return found
@@ -114,10 +116,11 @@ def build_context(
     tool_input: dict[str, Any],
     *,
     cwd: str,
-    home: str,
+    home: str | None,
     mode: str,
     additional: tuple[str, ...],
     now: datetime,
+    facts: AgentFacts = NO_FACTS,
 ) -> CallContext:
     ctx = CallContext(
         spec,
@@ -125,9 +128,10 @@ def build_context(
         cwd,
         home,
         mode,
-        working_directories(cwd, additional, home),
+        working_directories(cwd, additional, home, facts),
         now,
         additional,
+        facts=facts,
     )
     if spec.kind == "bash":
         ctx.analysis = analyse(tool_input.get("command", ""), cwd, additional, home, ctx.resolver)

@@ -16,10 +16,11 @@ from policy.pipeline.layers import deny_and_ask_rules, hook_forced, tool_and_mod
 from policy.pipeline.request import Request, RequestError, parse_request
 from policy.pipeline.resolve import resolve_ask
 from policy.pipeline.state import Run, Verdict
+from policy.pipeline.unreported import unless_unreported
 from policy.rules.compiled import CompiledRules, compile_rules
 from policy.rules.parse import RuleSyntaxError
 from policy.tools import ToolSpec, lookup
-from policy.tools.validation import validate
+from policy.tools.validation import Disk, validate
 
 
 def decide(doc: Mapping[str, Any], *, rules: CompiledRules | None = None, now: datetime | None = None) -> Decision:
@@ -68,7 +69,8 @@ def _decide(doc: Mapping[str, Any], given: CompiledRules | None, now: datetime, 
 
 
 def _with_valid_input(request: Request, spec: ToolSpec, rules: CompiledRules, now: datetime, run: Run) -> Decision:
-    checked = validate(spec, request.tool_input, request.cwd)
+    disk = Disk(request.cwd, request.home, request.facts)
+    checked = validate(spec, request.tool_input, disk)
     if not checked.ok:
         return _fail(run, "validation", "validation", checked.message)
     run.step("validation", "ask" if checked.ask else "ok")
@@ -88,7 +90,7 @@ def _with_valid_input(request: Request, spec: ToolSpec, rules: CompiledRules, no
             run,
         )
     if outcome.updated_input is not None:
-        rechecked = validate(spec, outcome.updated_input, request.cwd)
+        rechecked = validate(spec, outcome.updated_input, disk)
         if not rechecked.ok:
             return _fail(run, "hooks", "validation", rechecked.message)
         tool_input = rechecked.tool_input
@@ -108,6 +110,7 @@ def _with_valid_input(request: Request, spec: ToolSpec, rules: CompiledRules, no
         mode=request.mode,
         additional=tuple(request.additional_directories),
         now=now,
+        facts=request.facts,
     )
     if outcome.behavior in ("allow", "ask"):
         verdict = hook_forced(outcome, rules, ctx, run)
@@ -115,8 +118,13 @@ def _with_valid_input(request: Request, spec: ToolSpec, rules: CompiledRules, no
         verdict = deny_and_ask_rules(rules, ctx, run) or tool_and_modes(
             request, rules, ctx, run, checked.message if checked.ask else ""
         )
+    verdict = unless_unreported(verdict, ctx, rules, run)
     if verdict.behavior == "ask":
-        verdict = resolve_ask(verdict, request, ctx, run)
+        # Auto mode may allow an ask: not one that rests on what the agent did not say.
+        resolved = resolve_ask(verdict, request, ctx, run)
+        gated = unless_unreported(resolved, ctx, rules, run)
+        # A gated allow is now a forced ask: auto mode passes it on to a person.
+        verdict = resolve_ask(gated, request, ctx, run) if gated is not resolved else resolved
     return _finish(request, ctx, verdict, run)
 
 

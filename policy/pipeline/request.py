@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from policy.facts import NO_FACTS, AgentFacts, FactsError, parse_facts
 
 MODES = frozenset({"default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"})
 CONTEXTS = frozenset({"interactive", "headless", "coordinator"})
@@ -25,7 +26,7 @@ class Request:
     additional_directories: list[str]
     mode: str
     context: str
-    home: str
+    home: str | None
     pre_tool_use_hooks: list[Any]
     permission_request_hooks: list[Any]
     rules: list[Any]
@@ -33,6 +34,7 @@ class Request:
     denial_state: dict[str, Any]
     classifier_verdict: Mapping[str, Any] | None
     plan_from_bypass: bool = False
+    facts: AgentFacts = NO_FACTS
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -54,10 +56,21 @@ def _list(doc: Mapping[str, Any], key: str) -> list[Any]:
     return value
 
 
-def _home(doc: Mapping[str, Any]) -> str:
-    if doc.get("home") is None:  # read the environment only when it is needed
-        return os.environ.get("HOME", "/nonexistent-home") or "/"
-    return _string(doc, "home", "") or "/"
+def _home(doc: Mapping[str, Any], facts: AgentFacts) -> str | None:
+    """The agent's home: reported in ``facts``, else the top-level ``home``, else unknown.
+
+    Never the environment this engine runs in: that is the server's home, not the agent's.
+    """
+    if facts.home is not None:
+        return facts.home
+    return _string(doc, "home", "") or None
+
+
+def _facts(doc: Mapping[str, Any]) -> AgentFacts:
+    try:
+        return parse_facts(doc.get("facts"))
+    except FactsError as exc:
+        raise RequestError(str(exc)) from exc
 
 
 def parse_request(doc: object) -> Request:
@@ -75,6 +88,7 @@ def parse_request(doc: object) -> Request:
         raise RequestError("additional_directories must be a list of strings")
     denial_state = doc.get("denial_state") or {}
     verdict = doc.get("classifier_verdict")
+    facts = _facts(doc)
     return Request(
         tool_name=doc.get("tool_name"),  # type: ignore[arg-type]  # checked at lookup
         tool_input=doc.get("tool_input", {}),
@@ -83,7 +97,7 @@ def parse_request(doc: object) -> Request:
         additional_directories=directories,
         mode=mode,
         context=context,
-        home=_home(doc),
+        home=_home(doc, facts),
         pre_tool_use_hooks=_list(doc, "pre_tool_use_hooks"),
         permission_request_hooks=_list(doc, "permission_request_hooks"),
         rules=_list(doc, "rules"),
@@ -91,4 +105,5 @@ def parse_request(doc: object) -> Request:
         denial_state=denial_state if isinstance(denial_state, dict) else {},
         classifier_verdict=verdict if isinstance(verdict, Mapping) else None,
         plan_from_bypass=doc.get("plan_from_bypass") is True,
+        facts=facts,
     )

@@ -59,6 +59,7 @@ def _builtin_verdict(request: Request, ctx: CallContext) -> Mapping[str, Any]:
         cwd=ctx.cwd,
         additional_directories=ctx.additional_directories,
         home=ctx.home,
+        facts=ctx.facts,
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os.path
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -13,6 +12,7 @@ from policy.paths import (
     inside_any,
     looks_like_path,
     sensitive_reason,
+    unreported,
     working_directories,
 )
 from policy.shell.commands import SimpleCommand, Walk, walk_source
@@ -92,16 +92,18 @@ def analyse(
     parsed = parse(command)
     if not parsed.names_paths:
         return parsed.analysis  # the string alone decides
-    home = home if home is not None else os.path.expanduser("~")
+    # Never the server's own home or disk: only what the agent reported.
     resolver = resolver if resolver is not None else PathResolver(cwd, home)
+    home = resolver.home
     blockers = list(parsed.analysis.blockers)
-    outside = _redirects_outside(
-        parsed.redirect_targets, resolver, working_directories(cwd, additional_directories, home)
-    )
+    roots = working_directories(cwd, additional_directories, home, resolver.facts)
+    outside = _redirects_outside(parsed.redirect_targets, resolver, roots)
     for target in outside:
         _block(blockers, f"it redirects to {target}, outside the working directories")
-    for word in parsed.path_words:
-        reason = sensitive_reason(resolver.normalise(word), home)
+    targets = [t for t, dynamic in parsed.redirect_targets if not dynamic and t not in HARMLESS_DEVICES]
+    for word in targets + list(parsed.path_words):
+        path = resolver.normalise(word)
+        reason = (sensitive_reason(path, home) if home is not None else None) or unreported(path, home)
         if reason:
             _block(blockers, f"it names {word}: {reason}")
     return parsed.finish(tuple(blockers), tuple(outside))

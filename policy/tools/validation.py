@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os.path
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
+from policy.facts import NO_FACTS, AgentFacts
+from policy.paths import lexical_path, names_home
 from policy.tools import ToolSpec
 from policy.tools.schemas import dump_input
 from policy.urls import parse_web_url
@@ -25,7 +25,29 @@ class Validation:
     ask: bool = False
 
 
-def validate(spec: ToolSpec, raw: object, cwd: str) -> Validation:
+@dataclass(frozen=True)
+class Disk:
+    """The agent's disk as it reported it: where calls resolve and what exists there."""
+
+    cwd: str
+    home: str | None = None
+    facts: AgentFacts = NO_FACTS
+
+    def _lexical(self, path: str) -> str | None:
+        if self.home is None and names_home(path):
+            return None
+        return lexical_path(path, self.cwd or "/", self.home or "/")
+
+    def exists(self, path: str) -> bool | None:
+        lexical = self._lexical(path)
+        return None if lexical is None else self.facts.exists(lexical)
+
+    def is_dir(self, path: str) -> bool | None:
+        lexical = self._lexical(path)
+        return None if lexical is None else self.facts.is_dir(lexical)
+
+
+def validate(spec: ToolSpec, raw: object, disk: Disk) -> Validation:
     """Run the schema phase, then the semantic phase only if the schema passed."""
     if not isinstance(raw, dict):
         return Validation(False, {}, _error(spec.name, "tool_input must be an object"))
@@ -37,7 +59,7 @@ def validate(spec: ToolSpec, raw: object, cwd: str) -> Validation:
     check = _SEMANTIC.get(spec.name)
     if check is None:
         return Validation(True, tool_input)
-    problem = check(tool_input, cwd)
+    problem = check(tool_input, disk)
     if problem is None:
         return Validation(True, tool_input)
     message, ask = problem
@@ -62,29 +84,17 @@ def _format(exc: ValidationError) -> str:
 Problem = tuple[str, bool] | None
 
 
-def _resolve(path: str, cwd: str) -> str:
-    return os.path.normpath(os.path.join(cwd or "/", os.path.expanduser(path)))
+# "Does not exist" and "is a directory" are errors only when the agent said so: a
+# file the server cannot see is not a missing file (the call runs on the agent).
 
 
-def _file_mode(path: str) -> int | None:
-    """``st_mode`` of what ``path`` points to, or None where ``os.path.exists`` is False.
-
-    One ``stat`` answers both "is it a directory" and "does it exist".
-    """
-    try:
-        return os.stat(path).st_mode
-    except (OSError, ValueError):
-        return None
-
-
-def _check_edit(tool_input: dict[str, Any], cwd: str) -> Problem:
+def _check_edit(tool_input: dict[str, Any], disk: Disk) -> Problem:
     old, new = tool_input["old_string"], tool_input["new_string"]
     if old == new:
         return ("No changes to make: old_string and new_string are exactly the same.", False)
-    mode = _file_mode(_resolve(tool_input["file_path"], cwd))
-    if mode is not None and stat.S_ISDIR(mode):
+    if disk.is_dir(tool_input["file_path"]) is True:
         return (f"{tool_input['file_path']} is a directory, not a file.", False)
-    if old and mode is None:
+    if old and disk.exists(tool_input["file_path"]) is False:
         return (
             f"File does not exist: {tool_input['file_path']}. "
             "Use Write to create a new file, or pass an empty old_string.",
@@ -93,41 +103,40 @@ def _check_edit(tool_input: dict[str, Any], cwd: str) -> Problem:
     return None
 
 
-def _check_multiedit(tool_input: dict[str, Any], cwd: str) -> Problem:
+def _check_multiedit(tool_input: dict[str, Any], disk: Disk) -> Problem:
     for index, edit in enumerate(tool_input["edits"]):
         if edit["old_string"] == edit["new_string"]:
             return (f"edits[{index}]: old_string and new_string are the same.", False)
-    path = _resolve(tool_input["file_path"], cwd)
-    if tool_input["edits"][0]["old_string"] and not os.path.exists(path):
+    if tool_input["edits"][0]["old_string"] and disk.exists(tool_input["file_path"]) is False:
         return (f"File does not exist: {tool_input['file_path']}.", False)
     return None
 
 
-def _check_write(tool_input: dict[str, Any], cwd: str) -> Problem:
-    if os.path.isdir(_resolve(tool_input["file_path"], cwd)):
+def _check_write(tool_input: dict[str, Any], disk: Disk) -> Problem:
+    if disk.is_dir(tool_input["file_path"]) is True:
         return (f"{tool_input['file_path']} is a directory, not a file.", False)
     return None
 
 
-def _check_notebook(tool_input: dict[str, Any], cwd: str) -> Problem:
+def _check_notebook(tool_input: dict[str, Any], disk: Disk) -> Problem:
     if not tool_input["notebook_path"].endswith(".ipynb"):
         return ("notebook_path must be a Jupyter notebook (.ipynb).", False)
     return None
 
 
-def _check_read(tool_input: dict[str, Any], cwd: str) -> Problem:
+def _check_read(tool_input: dict[str, Any], disk: Disk) -> Problem:
     if not tool_input["file_path"].strip():
         return ("file_path must not be empty.", False)
     return None
 
 
-def _check_bash(tool_input: dict[str, Any], cwd: str) -> Problem:
+def _check_bash(tool_input: dict[str, Any], disk: Disk) -> Problem:
     if not tool_input["command"].strip():
         return ("command must not be empty.", False)
     return None
 
 
-def _check_webfetch(tool_input: dict[str, Any], cwd: str) -> Problem:
+def _check_webfetch(tool_input: dict[str, Any], disk: Disk) -> Problem:
     # Parsed as the fetcher parses it (WHATWG); the private-address check is the
     # tool's own safety check (policy.pipeline.toolcheck), not a validation error.
     parsed = parse_web_url(tool_input["url"])
@@ -136,7 +145,7 @@ def _check_webfetch(tool_input: dict[str, Any], cwd: str) -> Problem:
     return None
 
 
-_SEMANTIC: dict[str, Callable[[dict[str, Any], str], Problem]] = {
+_SEMANTIC: dict[str, Callable[[dict[str, Any], Disk], Problem]] = {
     "Bash": _check_bash,
     "Edit": _check_edit,
     "MultiEdit": _check_multiedit,

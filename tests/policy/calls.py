@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.facts import gather
 from policy import Decision, decide
 
 CWD = "/srv/project"
@@ -58,6 +59,9 @@ def request(tool: str, tool_input: dict[str, Any], **extra: Any) -> dict[str, An
         "rules": STANDARD_RULES,
     }
     doc.update(extra)
+    if "facts" not in doc:
+        # What a hook on the agent's machine would report (here: this machine's disk).
+        doc["facts"] = gather(tool, tool_input, doc["cwd"], doc.get("additional_directories") or [], doc["home"])
     return doc
 
 

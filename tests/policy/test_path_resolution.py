@@ -1,4 +1,7 @@
-"""Symlinks are resolved for every decision, from the disk as it is at that moment."""
+"""Symlinks are resolved for every decision, from the agent's disk as it is at that moment.
+
+The agent's gatherer (``agent.facts``) reads the disk; the engine reads only its report.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from agent.facts import gather, real_path
 from policy import Decision, decide
-from policy.paths import PathResolver, real_path
+from policy.facts import parse_facts
+from policy.paths import PathResolver
 
 
 def _tree(tmp_path: Path) -> Path:
@@ -67,31 +72,40 @@ class RealPathTests:
             assert real_path(lexical) == os.path.realpath(lexical)
 
 
+def _resolver(project: Path, home: Path, command: str) -> PathResolver:
+    facts = parse_facts(gather("Bash", {"command": command}, str(project), [], str(home)))
+    return PathResolver(str(project), str(home), facts)
+
+
 class PathResolverTests:
-    def test_it_resolves_each_path_once_per_decision(self, tmp_path: Path) -> None:
+    def test_it_resolves_from_the_facts_of_each_decision(self, tmp_path: Path) -> None:
         project = _tree(tmp_path)
-        resolver = PathResolver(str(project), str(tmp_path))
-        first = resolver.normalise("out")
+        first = _resolver(project, tmp_path, "cat out").normalise("out")
         os.symlink(tmp_path / "secret", project / "out")
-        # The same decision keeps its first answer: its layers must agree with each other.
-        assert resolver.normalise("out") == first
-        # The next decision sees the link.
-        assert PathResolver(str(project), str(tmp_path)).normalise("out").real == str(tmp_path / "secret")
+        # The next decision's facts see the link.
+        assert first.real == str(project / "out")
+        assert _resolver(project, tmp_path, "cat out").normalise("out").real == str(tmp_path / "secret")
+
+    def test_it_marks_a_path_the_agent_did_not_report_as_unknown(self, tmp_path: Path) -> None:
+        project = _tree(tmp_path)
+        path = _resolver(project, tmp_path, "ls").normalise("abs/keys/id")
+        assert (path.lexical, path.real, path.known) == (str(project / "abs/keys/id"),) * 2 + (False,)
 
     def test_it_keeps_lexical_and_real_spellings_apart(self, tmp_path: Path) -> None:
         project = _tree(tmp_path)
-        path = PathResolver(str(project), str(tmp_path)).normalise("./abs/keys/../keys/id")
+        path = _resolver(project, tmp_path, "cat ./abs/keys/../keys/id").normalise("./abs/keys/../keys/id")
         assert path.lexical == str(project / "abs" / "keys" / "id")
         assert path.real == str(tmp_path / "secret" / "keys" / "id")
 
 
 def _decide(project: Path, tool: str, tool_input: dict[str, Any]) -> Decision:
+    home = str(project.parent / "home")
     return decide(
         {
             "tool_name": tool,
             "tool_input": tool_input,
             "cwd": str(project),
-            "home": str(project.parent / "home"),
+            "facts": gather(tool, tool_input, str(project), [], home),
             "rules": [
                 {"rule": "Bash(cat:*)", "behavior": "allow", "source": "projectSettings"},
                 {"rule": "Bash(echo:*)", "behavior": "allow", "source": "projectSettings"},

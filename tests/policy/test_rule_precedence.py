@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agent.facts import gather
 from policy import compile_rules, decide
 from policy.rules import SOURCES
 
@@ -118,6 +119,7 @@ class RulePrecedenceTests:
             "tool_input": {"file_path": "link/key"},
             "cwd": str(project),
             "rules": [_rule(f"Read(/{secret}/**)", "deny", "userSettings")],
+            "facts": gather("Read", {"file_path": "link/key"}, str(project), [], str(tmp_path)),
         }
         decision = decide(doc)
         assert decision.behavior == "deny"

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from agent.facts import gather
+from policy.facts import parse_facts
+from policy.paths import PathResolver
 from policy.shell import analyse
 
 CWD = "/srv/project"
@@ -69,7 +72,13 @@ class ShellFlagTests:
         "command", ["ls > out.txt", "make 2>&1 | tee build.log", "echo x > /dev/null", "cat <<EOF\nx\nEOF"]
     )
     def test_it_allows_redirects_inside_the_working_directories(self, command: str) -> None:
-        assert analyse(command, cwd=CWD).can_auto_allow
+        facts = parse_facts(gather("Bash", {"command": command}, CWD, [], "/home/a"))
+        assert analyse(command, cwd=CWD, resolver=PathResolver(CWD, "/home/a", facts)).can_auto_allow
+
+    @pytest.mark.parametrize("command", ["ls > out.txt", "make 2>&1 > build.log", "cat src/a > ./b"])
+    def test_it_blocks_a_redirect_the_agent_did_not_resolve(self, command: str) -> None:
+        analysis = analyse(command, cwd=CWD, home="/home/a")
+        assert any("the agent did not report where" in b for b in analysis.blockers), analysis.blockers
 
     def test_it_accepts_redirects_into_additional_directories(self) -> None:
         analysis = analyse("ls > /data/out.txt", cwd=CWD, additional_directories=["/data"])
