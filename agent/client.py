@@ -27,6 +27,8 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
+from agent.facts import gather
+
 log = logging.getLogger("gatehouse.agent")
 
 Transport = Literal["auto", "websocket", "http"]
@@ -238,6 +240,9 @@ class GatehouseClient:
             raise self._fatal
         request = dict(request)
         request.setdefault("tool_use_id", f"gh_{uuid.uuid4().hex}")
+        if "facts" not in request:
+            # This process runs where the tool will: report its disk, not the server's.
+            request["facts"] = _facts_of(request)
         handle = PendingPermission(uuid.uuid4().hex, request)
         self._by_ref[handle.ref] = handle
         if self.mode == "websocket":
@@ -509,6 +514,19 @@ class GatehouseClient:
 
 
 PROGRESS_TEXT_CHARS = 16_000
+
+
+def _facts_of(request: dict[str, Any]) -> dict[str, Any]:
+    tool_input, cwd = request.get("tool_input"), request.get("cwd")
+    directories = request.get("additional_directories")
+    home = request.get("home")
+    return gather(
+        str(request.get("tool_name", "")),
+        tool_input if isinstance(tool_input, dict) else {},
+        cwd if isinstance(cwd, str) else "",
+        [d for d in directories if isinstance(d, str)] if isinstance(directories, list) else [],
+        home if isinstance(home, str) and home else None,
+    )
 
 
 def _tail(text: str) -> str:

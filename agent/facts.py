@@ -7,28 +7,31 @@ the lexically normalised absolute path, where it really leads, whether it exists
 whether it is a directory. The hook cannot parse shell, so for a command it reports
 every word that could be a path: a superset of what the engine's analysis names.
 
+The hook imports this on every tool call, so it imports nothing beyond what the
+interpreter has already loaded (no ``re``, ``shlex``, ``json`` or ``typing``).
+
 Bounded: at most ``MAX_PATHS`` paths and ``BUDGET_SECONDS`` of work; past either,
 ``truncated`` is true and the engine asks about whatever it was not told.
 """
 
 from __future__ import annotations
 
-import getpass
 import os
 import os.path
-import re
-import shlex
 import stat
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the hook imports this module on every call: no typing at run time
+    from collections.abc import Iterable, Mapping
+    from typing import Any
 
 MAX_PATHS = 256
 BUDGET_SECONDS = 0.05
 MAX_PATH_CHARS = 4096  # longer paths are not reported (the engine asks about them)
 MAX_WORDS = 2048  # words of a command considered at all (a huge command is truncated)
 _PATH_FIELDS = ("file_path", "path", "notebook_path")
-_SPLIT = re.compile(r"[\s;|&<>()`'\"{}]+")
+_SEPARATORS = frozenset(" \t\n\r;|&<>()`{}")
 
 
 def lexical_path(path: str, cwd: str, home: str) -> str:
@@ -87,21 +90,45 @@ def path_fact(lexical: str) -> dict[str, Any]:
 
 
 def command_words(command: str) -> list[str]:
-    """Every word of a shell command that could name a path (a superset, unparsed)."""
+    """Every word of a shell command that could name a path (a superset, unparsed).
+
+    Quotes join a word and are dropped, a backslash keeps the next character, and any
+    shell operator ends a word; ``--out=file`` and ``VAR=path`` also give their value.
+    """
     words: list[str] = []
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        words.extend(lexer)
-    except ValueError:
-        pass  # unbalanced quotes: the plain split below still sees every word
-    words.extend(_SPLIT.split(command))
+    word: list[str] = []
+    quote = ""
+    escaped = False
+    for char in command[: MAX_WORDS * 64]:
+        if escaped:
+            word.append(char)
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            if char == quote:
+                quote = ""
+            else:
+                word.append(char)
+        elif char in "'\"":
+            quote = char
+        elif char in _SEPARATORS:
+            _end_word(words, word)
+        else:
+            word.append(char)
+    _end_word(words, word)
     found: list[str] = []
-    for word in words[:MAX_WORDS]:
-        for part in (word, word.split("=", 1)[-1]):
+    for text in words[:MAX_WORDS]:
+        for part in (text, text.split("=", 1)[-1]):
             if part and not part.startswith("-") and part not in found:
                 found.append(part)
     return found
+
+
+def _end_word(words: list[str], word: list[str]) -> None:
+    if word:
+        words.append("".join(word))
+        word.clear()
 
 
 def call_paths(tool_name: str, tool_input: Mapping[str, Any], cwd: str) -> list[str]:
@@ -134,7 +161,7 @@ def gather(
     home = os.path.normpath(home or os.path.expanduser("~"))
     deadline = time.monotonic() + BUDGET_SECONDS
     wanted = [cwd or "/", *[d for d in additional_directories if isinstance(d, str)]]
-    if isinstance(tool_input, Mapping):
+    if isinstance(tool_input, dict):
         wanted += call_paths(tool_name, tool_input, cwd)
     paths: dict[str, dict[str, Any]] = {}
     truncated = False
@@ -151,7 +178,59 @@ def gather(
 
 
 def _user() -> str | None:
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        if os.environ.get(name):
+            return os.environ[name][:256]
     try:
-        return getpass.getuser()[:256]
-    except (KeyError, OSError):
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name[:256]
+    except (ImportError, KeyError, OSError):
         return None
+
+
+def with_facts(body: bytes, hook_input: Mapping[str, Any]) -> bytes:
+    """The hook's request body with this machine's ``facts`` added; unchanged on any fault.
+
+    Spliced in rather than re-encoded, so the hook need not import ``json``: a hook
+    input is one JSON object, and ``facts`` is only strings, booleans and null.
+    """
+    text = body.rstrip()
+    if not text.endswith(b"}") or "facts" in hook_input:
+        return body
+    try:
+        tool_input = hook_input.get("tool_input")
+        cwd = hook_input.get("cwd")
+        facts = gather(
+            str(hook_input.get("tool_name", "")),
+            tool_input if isinstance(tool_input, dict) else {},
+            cwd if isinstance(cwd, str) else "",
+        )
+        encoded = _json(facts).encode("ascii")
+    except Exception:  # no facts is safe: the server asks about what it was not told
+        return body
+    separator = b"," if text[:-1].strip() not in (b"{", b"") else b""
+    return text[:-1] + separator + b'"facts":' + encoded + b"}"
+
+
+def _json(value: object) -> str:
+    """JSON for strings, booleans, null and objects of them (all that facts hold)."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_string(str(k))}:{_json(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"facts hold no {type(value).__name__}")
+
+
+def _string(text: str) -> str:
+    try:
+        from _json import encode_basestring_ascii
+    except ImportError:  # another Python: the slower, complete encoder
+        import json
+
+        return json.dumps(text)
+    return str(encode_basestring_ascii(text))

@@ -607,6 +607,10 @@ def run(argv: list[str] | None = None, stdin: Any = None) -> int:
             return 0
         if event in RECORDING_EVENTS:
             args.timeout = min(args.timeout, 10.0)
+        else:  # the server decides on this machine's paths and home, as reported here
+            from agent.facts import with_facts
+
+            raw = with_facts(raw, hook_input)
         output = decide(args, event, raw)
     except Interrupted:
         _withdraw()

@@ -13,6 +13,7 @@ from rest_framework import serializers
 
 from approvals.api.common import StrictSerializer, without_nul
 from approvals.models import Context, Mode
+from policy.facts import FactsError, facts_to_dict, parse_facts
 
 MAX_HOOK_OUTPUTS = 20
 
@@ -38,9 +39,22 @@ class ToolCallSerializer(StrictSerializer):
         child=serializers.DictField(), required=False, max_length=MAX_HOOK_OUTPUTS
     )
     home = serializers.CharField(max_length=4096, required=False)
+    facts = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="The agent machine's home, user and paths (docs/API.md, Agent facts).",
+    )
 
     class Meta:
         ref_name = "PermissionRequestSubmit"
+
+    def validate_facts(self, value: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        try:
+            return facts_to_dict(parse_facts(value))
+        except FactsError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
     def validate_tool_input(self, value: Any) -> dict[str, Any]:
         if not isinstance(value, dict):

@@ -76,6 +76,9 @@ def engine_input(
     }
     if call.get("home"):
         doc["home"] = call["home"]
+    if call.get("facts") is not None:
+        # The agent's own machine as it reported it: the engine reads no other disk.
+        doc["facts"] = call["facts"]
     doc["denial_state"] = denial_state or {}
     return doc
 

@@ -124,6 +124,9 @@ class PermissionRequest(models.Model):
     evaluation = models.JSONField(default=dict)
     # Claude Code's own "always allow" suggestions from a PermissionRequest hook.
     permission_suggestions = models.JSONField(default=list, blank=True)
+    # What the agent reported about its own machine (home, user, paths): the decision's
+    # premises, shown to reviewers. Null when the transport carried none (curl, http hook).
+    facts = models.JSONField(null=True, blank=True)
     state = models.CharField(max_length=16, choices=RequestState.choices, default=RequestState.PENDING)
     # Bumped by every state change; the conditional update on it is the race's fence.
     version = models.PositiveIntegerField(default=0)

@@ -398,6 +398,7 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
         context=doc["context"],
         transcript_path=call.get("transcript_path", ""),
         permission_suggestions=call.get("permission_suggestions", []),
+        facts=doc.get("facts"),
         evaluation=_evaluation(
             verdict,
             compiled,

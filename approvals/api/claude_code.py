@@ -52,6 +52,7 @@ from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
 from approvals.calls import CallInvalid, parse_call
 from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState
 from approvals.waiting import wait_for_decision
+from policy.facts import FactsError, facts_to_dict, parse_facts
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,7 @@ class HookCall:
     permission_suggestions: list[Any] = field(default_factory=list)
     tool_response: Any = None
     error: str = ""
+    facts: dict[str, Any] | None = None
 
     def submission(self, context: str) -> dict[str, Any]:
         """The `call` that `services.request_submit` takes."""
@@ -100,6 +102,7 @@ class HookCall:
             "cwd": self.cwd,
             "permission_mode": self.permission_mode,
             "context": context,
+            "facts": self.facts,
             "transcript_path": self.transcript_path,
             "permission_suggestions": self.permission_suggestions,
         }
@@ -174,6 +177,7 @@ def parse_hook_input(body: Any) -> HookCall | None:
         permission_suggestions=suggestions,
         tool_response=body.get("tool_response"),
         error=error if isinstance(error, str) else json.dumps(error),
+        facts=_facts(body.get("facts")),
     )
     if event in DECIDING_EVENTS:
         # What is submitted meets the same spec as a call from the API or the socket.
@@ -182,6 +186,16 @@ def parse_hook_input(body: Any) -> HookCall | None:
         except CallInvalid as exc:
             raise HookInputError(str(exc)) from None
     return call
+
+
+def _facts(value: Any) -> dict[str, Any] | None:
+    """The agent's facts (added by Gatehouse's hook command), checked strictly; None if absent."""
+    if value is None:
+        return None
+    try:
+        return facts_to_dict(parse_facts(value))
+    except FactsError as exc:
+        raise HookInputError(str(exc)) from None
 
 
 def parse_options(query: Any) -> HookOptions:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import policy
+from agent.facts import gather
 
 CWD = "/srv/project"
 HOME = "/home/dev"
@@ -266,6 +267,8 @@ def decide(command: str) -> Any:
             "mode": "default",
             "context": "interactive",
             "rules": DEVELOPER_RULES,
+            # What the hook on the agent's machine reports (a superset of the analysis's paths).
+            "facts": gather("Bash", {"command": command}, CWD, [], HOME),
         }
     )
 
