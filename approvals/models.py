@@ -70,6 +70,11 @@ class Agent(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Pinned by a team admin: where this agent may work and what its home is. A call from
+    # a working directory outside the roots never auto-allows; the home overrides the
+    # agent's reported one (its facts are its own claims).
+    pinned_roots = models.JSONField(default=list, blank=True)
+    pinned_home = models.CharField(max_length=4096, blank=True, default="")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["team", "name"], name="agent_unique_team_name")]

@@ -12,6 +12,7 @@ import copy
 import dataclasses
 import hashlib
 import logging
+import posixpath
 import secrets
 import time
 import uuid
@@ -52,6 +53,7 @@ from approvals.models import (
     SessionDenials,
     Team,
 )
+from policy.facts import is_normal_absolute
 from policy.tools import canonical_rule_tool
 
 log = logging.getLogger(__name__)
@@ -105,19 +107,57 @@ def default_team() -> Team:
 
 
 def agent_create(
-    *, name: str, team: Team | None = None, owner: User | None = None, mode: str = "default"
+    *,
+    name: str,
+    team: Team | None = None,
+    owner: User | None = None,
+    mode: str = "default",
+    roots: list[str] | None = None,
+    home: str = "",
 ) -> tuple[Agent, str]:
     """Register an agent; return it and its token (shown once, stored hashed)."""
     if mode not in Mode.values:
         raise ServiceError(f"unknown mode {mode!r}; use one of {', '.join(Mode.values)}")
+    pinned_roots, pinned_home = _pins(roots or [], home)
     team = team or default_team()
     if Agent.objects.filter(team=team, name=name).exists():
         raise ServiceError(f"an agent named {name!r} already exists in team {team.name!r}")
     token = _new_token("gha")
     agent = Agent.objects.create(
-        name=name, team=team, owner=owner, default_mode=mode, token_hash=token_hash(token), token_prefix=token[:8]
+        name=name,
+        team=team,
+        owner=owner,
+        default_mode=mode,
+        token_hash=token_hash(token),
+        token_prefix=token[:8],
+        pinned_roots=pinned_roots,
+        pinned_home=pinned_home,
     )
     return agent, token
+
+
+def agent_pin(*, agent: Agent, roots: list[str], home: str) -> Agent:
+    """Pin (or, with empty values, unpin) an agent's project roots and home."""
+    agent.pinned_roots, agent.pinned_home = _pins(roots, home)
+    agent.save(update_fields=["pinned_roots", "pinned_home"])
+    return agent
+
+
+MAX_PINNED_ROOTS = 50
+
+
+def _pins(roots: list[str], home: str) -> tuple[list[str], str]:
+    """Normalised absolute paths, or a ServiceError naming the first bad one."""
+    if len(roots) > MAX_PINNED_ROOTS:
+        raise ServiceError(f"at most {MAX_PINNED_ROOTS} project roots")
+    return [_pinned_path(root) for root in roots if root], _pinned_path(home) if home else ""
+
+
+def _pinned_path(path: str) -> str:
+    normal = posixpath.normpath(path)
+    if "\x00" in path or not is_normal_absolute(normal):
+        raise ServiceError(f"{path[:80]!r} is not an absolute path")
+    return normal
 
 
 def agent_revoke(*, agent: Agent) -> None:
@@ -303,6 +343,13 @@ def compiled_rules_for(agent: Agent, session_id: str, cwd: str) -> tuple[policy.
 
 def _engine_input(agent: Agent, call: dict[str, Any], denial_state: dict[str, Any] | None) -> dict[str, Any]:
     doc = engine_input(call, registered_mode=agent.default_mode, denial_state=denial_state)
+    if agent.pinned_home:
+        # A home a team admin pinned beats the one the agent claims.
+        doc["home"] = agent.pinned_home
+        if isinstance(doc.get("facts"), dict):
+            doc["facts"] = {**doc["facts"], "home": agent.pinned_home}
+    if agent.pinned_roots:
+        doc["pinned_roots"] = list(agent.pinned_roots)
     doc.update(_run_pre_decision(doc, agent.team_id))
     return doc
 

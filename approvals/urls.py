@@ -20,6 +20,7 @@ urlpatterns = [
     path("rules/<int:rule_id>/delete/", views.rule_delete, name="rule-delete"),
     path("agents/", views.agents, name="agents"),
     path("agents/<int:agent_id>/revoke/", views.agent_revoke, name="agent-revoke"),
+    path("agents/<int:agent_id>/pins/", views.agent_pin, name="agent-pin"),
     path("profile/", views.profile, name="profile"),
     path("profile/identities/<int:identity_id>/delete/", views.chat_identity_delete, name="chat-identity-delete"),
 ]

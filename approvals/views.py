@@ -522,6 +522,25 @@ def agent_revoke(request: HttpRequest, agent_id: int) -> HttpResponse:
     return redirect("agents")
 
 
+@login_required
+@require_POST
+def agent_pin(request: HttpRequest, agent_id: int) -> HttpResponse:
+    """Pin an agent's project roots (one per line) and home; empty fields unpin."""
+    agent = selectors.agents_visible_to(request.user).filter(pk=agent_id).first()
+    if agent is None:
+        raise Http404("No such agent.")
+    if not selectors.can_manage_team(request.user, agent.team_id):
+        return HttpResponseForbidden("Only managers of this agent's team can pin its roots and home.")
+    roots = [line.strip() for line in request.POST.get("roots", "").splitlines() if line.strip()]
+    try:
+        services.agent_pin(agent=agent, roots=roots, home=request.POST.get("home", "").strip())
+    except services.ServiceError as exc:
+        messages.error(request, f"Could not pin {agent.name}: {exc}")
+    else:
+        messages.success(request, f"Pinned {agent.name}'s project roots and home.")
+    return redirect("agents")
+
+
 # --- profile ----------------------------------------------------------------------------
 
 

@@ -31,6 +31,7 @@ class CallContext:
     host: str | None = None
     web_url: WebUrl | None = None
     facts: AgentFacts = NO_FACTS
+    pinned_roots: tuple[str, ...] = ()
     # One resolver per decision: a path named twice (a redirect target that is also an
     # operand) is resolved once, and nothing resolved outlives the decision.
     resolver: PathResolver = field(init=False, repr=False)
@@ -121,6 +122,7 @@ def build_context(
     additional: tuple[str, ...],
     now: datetime,
     facts: AgentFacts = NO_FACTS,
+    pinned_roots: tuple[str, ...] = (),
 ) -> CallContext:
     ctx = CallContext(
         spec,
@@ -132,6 +134,7 @@ def build_context(
         now,
         additional,
         facts=facts,
+        pinned_roots=pinned_roots,
     )
     if spec.kind == "bash":
         ctx.analysis = analyse(tool_input.get("command", ""), cwd, additional, home, ctx.resolver)

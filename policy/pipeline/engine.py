@@ -111,6 +111,7 @@ def _with_valid_input(request: Request, spec: ToolSpec, rules: CompiledRules, no
         additional=tuple(request.additional_directories),
         now=now,
         facts=request.facts,
+        pinned_roots=request.pinned_roots,
     )
     if outcome.behavior in ("allow", "ask"):
         verdict = hook_forced(outcome, rules, ctx, run)

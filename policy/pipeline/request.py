@@ -35,6 +35,8 @@ class Request:
     classifier_verdict: Mapping[str, Any] | None
     plan_from_bypass: bool = False
     facts: AgentFacts = NO_FACTS
+    # Project roots a team admin pinned for this agent: a cwd outside them never allows.
+    pinned_roots: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -89,6 +91,9 @@ def parse_request(doc: object) -> Request:
     denial_state = doc.get("denial_state") or {}
     verdict = doc.get("classifier_verdict")
     facts = _facts(doc)
+    pinned = _list(doc, "pinned_roots")
+    if not all(isinstance(root, str) and root.startswith("/") for root in pinned):
+        raise RequestError("pinned_roots must be a list of absolute paths")
     return Request(
         tool_name=doc.get("tool_name"),  # type: ignore[arg-type]  # checked at lookup
         tool_input=doc.get("tool_input", {}),
@@ -106,4 +111,5 @@ def parse_request(doc: object) -> Request:
         classifier_verdict=verdict if isinstance(verdict, Mapping) else None,
         plan_from_bypass=doc.get("plan_from_bypass") is True,
         facts=facts,
+        pinned_roots=tuple(pinned),
     )

@@ -9,7 +9,7 @@ Nothing is denied for it: a file the server cannot see is not a missing file.
 from __future__ import annotations
 
 from policy.decision import simple_reason
-from policy.paths import UNREPORTED, names_home, unreported
+from policy.paths import UNREPORTED, inside_any, names_home, unreported
 from policy.pipeline.context import CallContext
 from policy.pipeline.state import Run, Verdict
 from policy.rules.compiled import CompiledRules
@@ -19,11 +19,27 @@ _PATH_BEHAVIORS = ("deny", "ask")
 
 def missing_fact(ctx: CallContext, rules: CompiledRules) -> str | None:
     """What an allow of this call would rest on that the agent did not report, or None."""
+    pinned = _outside_pinned_roots(ctx)
+    if pinned is not None:
+        return pinned
     kind = ctx.spec.kind
     if kind in ("read", "edit"):
         return _missing_for_paths(ctx, rules)
     if kind == "bash" and ctx.analysis is not None:
         return _missing_for_command(ctx, rules)
+    return None
+
+
+def _outside_pinned_roots(ctx: CallContext) -> str | None:
+    """A team admin pinned where this agent works: a working directory elsewhere asks."""
+    if not ctx.pinned_roots:
+        return None
+    for entry in (ctx.cwd, *ctx.additional_directories):
+        path = ctx.resolver.normalise(entry or "/")
+        if not path.known:
+            return unreported(path, ctx.home)
+        if not inside_any(path, ctx.pinned_roots):
+            return f"the working directory {path.lexical} is outside the agent's pinned project roots"
     return None
 
 

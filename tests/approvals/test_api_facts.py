@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from approvals.models import PermissionRequest, Rule
 from tests.approvals.conftest import Api
@@ -89,3 +90,24 @@ class BadFactsTests:
         assert response.status_code == 400, response.content
         assert "facts" in response.content.decode()
         assert not PermissionRequest.objects.exists()
+
+
+@pytest.mark.django_db
+class FactsOnTheDetailPageTests:
+    def test_it_shows_the_reported_facts_escaped(self, alice: Any, ci_bot: Any) -> None:
+        hostile = "/home/alice/<script>window.pwned=1</script>"
+        facts = {**FACTS, "paths": {hostile: {"real": "/etc/<b>x</b>", "exists": True, "dir": False}}}
+        response = _submit(Api(ci_bot.auth), facts=facts, tool_input={**EDIT, "file_path": hostile})
+        client = Client()
+        client.force_login(alice)
+        html = client.get(f"/requests/{response.json()['id']}/").content.decode()
+        assert "Agent facts" in html and "/home/alice" in html
+        assert "<script>window.pwned" not in html and "&lt;script&gt;window.pwned=1&lt;/script&gt;" in html
+        assert "&lt;b&gt;x&lt;/b&gt;" in html
+
+    def test_it_says_when_the_agent_reported_nothing(self, alice: Any, ci_bot: Any) -> None:
+        response = _submit(Api(ci_bot.auth))
+        client = Client()
+        client.force_login(alice)
+        html = client.get(f"/requests/{response.json()['id']}/").content.decode()
+        assert "The agent reported nothing about its machine" in html

@@ -205,3 +205,22 @@ class LexicalAgreementTests:
             tool_input["content"] = "x"
         doc = {"tool_name": tool, "tool_input": tool_input, "cwd": CWD, "mode": mode, "rules": STANDARD_RULES}
         assert decide(doc).behavior != "allow"
+
+
+class PinnedRootsTests:
+    @pytest.mark.parametrize("mode", ["default", "acceptEdits", "bypassPermissions", "auto"])
+    @pytest.mark.parametrize(
+        ("tool", "tool_input"),
+        [*ALLOWED_WITH_FACTS[:3], ("WebFetch", {"url": "https://docs.python.org/", "prompt": "p"})],
+    )
+    def test_it_never_allows_from_a_cwd_outside_the_pinned_roots(
+        self, mode: str, tool: str, tool_input: dict[str, Any]
+    ) -> None:
+        assert decide(request(tool, tool_input, mode=mode, pinned_roots=["/srv"])).behavior == "allow"
+        decision = decide(request(tool, tool_input, mode=mode, pinned_roots=["/home/alice/work", "/opt"]))
+        assert decision.behavior == "ask"
+        assert "pinned project roots" in decision.message
+
+    def test_it_refuses_a_relative_pinned_root(self) -> None:
+        decision = decide(request("Read", {"file_path": "src/app.py"}, pinned_roots=["srv"]))
+        assert decision.behavior == "deny" and "pinned_roots" in decision.message

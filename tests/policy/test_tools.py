@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from policy import decide, tools
-from policy.tools.validation import validate
+from policy.tools.validation import Disk, validate
 from tests.policy.calls import request
 
 
@@ -65,7 +65,7 @@ class ValidationTests:
     def test_it_only_runs_semantic_checks_after_the_schema_passes(self) -> None:
         spec = tools.lookup("Edit").spec
         assert spec is not None
-        result = validate(spec, {"file_path": 3}, "/srv")
+        result = validate(spec, {"file_path": 3}, Disk("/srv"))
         assert not result.ok and "old_string" in result.message
 
     def test_it_rejects_an_edit_of_a_missing_file(self, tmp_path: Path) -> None:
