@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 import policy
 from agent.client import GatehouseClient, GatehouseError, PermissionDecision
+from agent.facts import gather
 from agent.hooks import Hooks, run_post, run_pre_tool_use
 from agent.results import ToolResult, persist_if_large, tool_use_error
 from agent.tools import Tool, ToolContext, ToolError, ToolOutput, default_tools
@@ -274,11 +275,14 @@ class ToolRunner:
 
     def _engine_doc(self, call: Call) -> dict[str, Any]:
         assert call.tool is not None
+        directories = self._directories_for(call.tool)
         return {
             "tool_name": call.tool.name,
             "tool_input": call.tool_input,
             "cwd": str(self.context.cwd),
-            "additional_directories": self._directories_for(call.tool),
+            "additional_directories": directories,
+            # The runner is on the agent's machine: the engine decides on this disk's facts.
+            "facts": gather(call.tool.name, call.tool_input, str(self.context.cwd), directories),
             "mode": self.mode,
             "context": "interactive",
             "session_id": self.context.session_id,
