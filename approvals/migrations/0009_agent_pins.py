@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('approvals', '0006_request_facts'),
+        ("approvals", "0008_request_facts"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='agent',
-            name='pinned_home',
-            field=models.CharField(blank=True, default='', max_length=4096),
+            model_name="agent",
+            name="pinned_home",
+            field=models.CharField(blank=True, default="", max_length=4096),
         ),
         migrations.AddField(
-            model_name='agent',
-            name='pinned_roots',
+            model_name="agent",
+            name="pinned_roots",
             field=models.JSONField(blank=True, default=list),
         ),
     ]

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("approvals", "0005_decision_monitor_indexes"),
+        ("approvals", "0007_learning_autopilot"),
     ]
 
     operations = [
