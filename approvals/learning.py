@@ -101,7 +101,7 @@ class _Replayer:
 def _call_key(doc: dict[str, Any]) -> str:
     # What the behavior depends on once the rules are fixed. The session only feeds denial
     # tracking, which a replay starts empty and which never changes the behavior.
-    fields = ("tool_name", "tool_input", "cwd", "mode", "context", "additional_directories", "home")
+    fields = ("tool_name", "tool_input", "cwd", "mode", "context", "additional_directories", "home", "facts")
     return json.dumps([doc.get(f) for f in fields], sort_keys=True, default=str)
 
 
@@ -114,6 +114,7 @@ _CALL_FIELDS = (
     "permission_mode",
     "context",
     "session_id",
+    "facts",
     "evaluation__behavior",
     "decision__behavior",
     "decision__reason_type",
@@ -129,16 +130,17 @@ def recorded_calls(team_id: int, since: datetime, until: datetime) -> Iterator[d
 def recorded_engine_input(row: dict[str, Any]) -> dict[str, Any]:
     """A recorded call as submit built it; the recorded mode is already the effective one.
 
-    Recorded calls carry no hook outputs, denial state or facts about the agent's
-    machine: they replay as missing, which is what `uncertain` counts.
+    Recorded calls carry no hook outputs or denial state; the agent's facts are the ones
+    it reported then (the disk may have changed since, which is what `uncertain` counts).
     """
-    call = {key: row[key] for key in ("tool_name", "tool_input", "cwd", "permission_mode", "context", "session_id")}
+    keys = ("tool_name", "tool_input", "cwd", "permission_mode", "context", "session_id", "facts")
+    call = {key: row.get(key) for key in keys}
     return engine_input(call, registered_mode=row["permission_mode"])
 
 
 def request_engine_input(request: PermissionRequest) -> dict[str, Any]:
     """One recorded call's engine input, as `recorded_engine_input` builds it from a row."""
-    fields = ("agent_id", "tool_name", "tool_input", "cwd", "permission_mode", "context", "session_id")
+    fields = ("agent_id", "tool_name", "tool_input", "cwd", "permission_mode", "context", "session_id", "facts")
     return recorded_engine_input({name: getattr(request, name) for name in fields})
 
 

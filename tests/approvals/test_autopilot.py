@@ -13,6 +13,7 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent.facts import gather
 from approvals import learning, services
 from approvals.models import Decision, PermissionRequest, Rule, RuleSource, Team
 from policy.learning import rule_decides
@@ -27,6 +28,8 @@ def submit(ci_bot: AgentPersona) -> Callable[..., Any]:
     def make(command: str = "", *, session: str = "s1", **call: Any) -> Any:
         call = {"tool_name": "Bash", "tool_input": {"command": command}, "cwd": "/tmp/proj", **call}
         call.update(session_id=session, tool_use_id=f"toolu_{next(counter)}")
+        # As Gatehouse's hook sends it: with the agent machine's facts.
+        call.setdefault("facts", gather(call["tool_name"], call["tool_input"], call["cwd"]))
         return services.request_submit(agent=ci_bot.agent, call=call)
 
     return make

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from agent.facts import gather
 from approvals import learning, services
 from approvals.models import Decision, Rule
 from tests.conftest import AgentPersona
@@ -25,6 +26,8 @@ def record(ci_bot: AgentPersona) -> Callable[..., Any]:
     def make(command: str = "", *, human: str | None = None, session: str = "s1", **call: Any) -> Any:
         call = {"tool_name": "Bash", "tool_input": {"command": command}, "cwd": "/tmp/proj", **call}
         call.update(session_id=session, tool_use_id=f"toolu_{next(counter)}")
+        # As Gatehouse's hook sends it: with the agent machine's facts.
+        call.setdefault("facts", gather(call["tool_name"], call["tool_input"], call["cwd"]))
         result = services.request_submit(agent=ci_bot.agent, call=call)
         if human is not None:
             assert result.decision is None, f"the engine should ask for {call}"
