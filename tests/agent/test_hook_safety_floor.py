@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from agent.facts import with_facts
 from tests.e2e.claude_code.hookrun import hook_input
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,7 +37,9 @@ RESERVED_AT_PRE_TOOL_USE = [
 
 
 def post(client: Client, body: dict[str, Any], auth: dict[str, str], query: str = "?wait=0") -> Any:
-    return client.post(URL + query, data=json.dumps(body), content_type="application/json", **auth)
+    # What Gatehouse's hook command sends: Claude Code's input plus this machine's facts.
+    sent = json.loads(with_facts(json.dumps(body).encode(), body))
+    return client.post(URL + query, data=json.dumps(sent), content_type="application/json", **auth)
 
 
 def prompt_for(pre_tool_use: dict[str, Any]) -> dict[str, Any]:
