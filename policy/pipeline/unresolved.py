@@ -82,8 +82,10 @@ def _path_rule(
     return None
 
 
-def _own_home(word: str, home: str) -> bool:
+def _own_home(word: str, home: str | None) -> bool:
     user = tilde_user(word)
+    if home is None:
+        return False  # the agent did not report its home: ``~`` could be anywhere
     known = user is not None and user == os.path.basename(home.rstrip("/")) and not _UNKNOWN_START.search(word)
     return known
 
@@ -108,6 +110,8 @@ def _operand_pattern(word: str, ctx: CallContext) -> tuple[str, list[str], bool]
 def _could_match(rule: CompiledRule, directory: str, segments: list[str], open_end: bool, ctx: CallContext) -> bool:
     assert rule.path is not None
     root = {"abs": "/", "home": ctx.home, "cwd": ctx.project_root}[rule.path.root]
+    if root is None:
+        return True  # a ``~`` rule and no reported home: it could match
     relative = ctx.relative_to_roots(directory)[rule.path.root]
     if directory == root.rstrip("/") or (directory == "/" and root == "/"):
         relative = ""

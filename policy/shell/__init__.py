@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os.path
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
