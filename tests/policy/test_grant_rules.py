@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent.facts import gather
 from policy import decide, parse_rule
 from policy.grants import grant_rule
 
@@ -99,6 +100,8 @@ def engine(command: str, rules: list[str]) -> str:
         "mode": "default",
         "context": "interactive",
         "rules": [{"source": "localSettings", "permissions": {"allow": rules}}] if rules else [],
+        # What the hook on the agent's machine reports (this machine's disk, here).
+        "facts": gather("Bash", {"command": command}, CWD, [], "/home/alice"),
     }
     return decide(doc).behavior
 
