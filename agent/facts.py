@@ -162,7 +162,11 @@ def gather(
     deadline = time.monotonic() + BUDGET_SECONDS
     wanted = [cwd or "/", *[d for d in additional_directories if isinstance(d, str)]]
     if isinstance(tool_input, dict):
-        wanted += call_paths(tool_name, tool_input, cwd)
+        for written in call_paths(tool_name, tool_input, cwd):
+            wanted.append(written)
+            if "$HOME" in written or "${HOME}" in written:
+                # The engine reads ``$HOME`` as the reported home, as the shell will.
+                wanted.append(written.replace("${HOME}", home).replace("$HOME", home))
     paths: dict[str, dict[str, Any]] = {}
     truncated = False
     for written in wanted:

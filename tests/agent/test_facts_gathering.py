@@ -101,6 +101,10 @@ class GatherTests:
         assert str(tmp_path / "log") in facts["paths"] and str(tmp_path / "extra") in facts["paths"]
         assert facts["home"] == str(tmp_path) and facts["truncated"] is False
 
+    def test_it_reports_home_variables_as_the_home_they_name(self, tmp_path: Path) -> None:
+        facts = gather("Bash", {"command": "rm -rf $HOME/x ${HOME}"}, "/srv", home=str(tmp_path))
+        assert {str(tmp_path / "x"), str(tmp_path)} <= set(facts["paths"])
+
     def test_it_reports_glob_and_grep_roots(self, tmp_path: Path) -> None:
         project = _tree(tmp_path)
         glob = gather("Glob", {"pattern": "../../secret/**", "path": "src"}, str(project), home=str(tmp_path))
