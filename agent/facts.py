@@ -31,7 +31,7 @@ BUDGET_SECONDS = 0.05
 MAX_PATH_CHARS = 4096  # longer paths are not reported (the engine asks about them)
 MAX_WORDS = 2048  # words of a command considered at all (a huge command is truncated)
 _PATH_FIELDS = ("file_path", "path", "notebook_path")
-_SEPARATORS = frozenset(" \t\n\r;|&<>()`{}")
+_SEPARATORS = frozenset(" \t\n\r;|&<>()`")
 
 
 def lexical_path(path: str, cwd: str, home: str) -> str:

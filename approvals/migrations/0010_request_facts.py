@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("approvals", "0008_audit_search"),
+        ("approvals", "0009_decision_format"),
     ]
 
     operations = [

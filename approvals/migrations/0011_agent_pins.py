@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("approvals", "0009_request_facts"),
+        ("approvals", "0010_request_facts"),
     ]
 
     operations = [
