@@ -111,9 +111,18 @@ def buckets(since: datetime, until: datetime, *, hourly: bool) -> list[datetime]
 
 
 def time_chart(
-    points: list[tuple[datetime, int]], *, since: datetime, until: datetime, hourly: bool, title: str
+    points: list[tuple[datetime, int]],
+    *,
+    since: datetime,
+    until: datetime,
+    hourly: bool,
+    title: str,
+    link: Callable[[datetime, datetime], str] | None = None,
 ) -> SafeString:
-    """Columns per day/hour, zero-filled, with the first, middle and last dates labelled."""
+    """Columns per day/hour, zero-filled, with the first, middle and last dates labelled.
+
+    - `link(start, end)`: each column with denials opens the audit rows of its day/hour.
+    """
     counts = {moment.replace(tzinfo=None): n for moment, n in points}
     slots = buckets(since, until, hourly=hourly)
     values = [counts.get(slot.replace(tzinfo=None), 0) for slot in slots]
@@ -131,6 +140,18 @@ def time_chart(
         '<rect class="chart-col" x="{}" y="{}" width="{}" height="{}"><title>{}: {}</title></rect>',
         ((c[2], c[3], c[4], c[5], c[0], c[1]) for c in columns),
     )
+    if link is not None:
+        span = timedelta(hours=1) if hourly else timedelta(days=1)
+        body = format_html_join(
+            "",
+            '<a href="{}"><title>{}: {} denials, in the audit log</title>'
+            '<rect class="chart-col" x="{}" y="{}" width="{}" height="{}"></rect></a>',
+            (
+                (link(slot, slot + span), c[0], c[1], c[2], c[3], c[4], c[5])
+                for slot, c in zip(slots, columns, strict=True)
+                if c[1]
+            ),
+        )
     ticks = [0, len(slots) // 2, len(slots) - 1] if len(slots) > 2 else list(range(len(slots)))
     anchors = ["start", "middle", "end"] if len(ticks) == 3 else ["start"] * len(ticks)
     labels = format_html_join(
@@ -141,9 +162,10 @@ def time_chart(
     axis = mark_safe(f'<line class="chart-base" x1="0" y1="{base}" x2="{TIME_WIDTH}" y2="{base}"></line>')  # noqa: S308
     peak = format_html('<text class="chart-axis" x="0" y="10">max {}</text>', max(values, default=0))
     return format_html(
-        '<svg class="chart chart-time" viewBox="0 0 {} 152" role="img" aria-label="{}" xmlns="http://www.w3.org/2000/svg">'
+        '<svg class="chart chart-time" viewBox="0 0 {} 152" role="{}" aria-label="{}" xmlns="http://www.w3.org/2000/svg">'
         "<title>{}</title>{}{}{}{}</svg>",
         TIME_WIDTH,
+        "group" if link is not None else "img",
         title,
         title,
         body,

@@ -255,7 +255,14 @@ def denials(request: HttpRequest) -> HttpResponse:
         "window_label": WINDOWS[days],
         "total": sum(n for _, n in over_time),
         **_denial_rates(user, since, now, audit),
-        "time_chart": charts.time_chart(over_time, since=since, until=now, hourly=hourly, title="Denials over time"),
+        "time_chart": charts.time_chart(
+            over_time,
+            since=since,
+            until=now,
+            hourly=hourly,
+            title="Denials over time",
+            link=lambda start, end: _audit_link(start, end)(),
+        ),
         "charts": [
             by_chart("By tool", "tool", "tool"),
             by_chart("By agent", "agent", "agent"),
