@@ -81,6 +81,8 @@ def _context(request: PermissionRequest, *, can_decide: bool, decision: Any) -> 
         "decision": decision,
         "can_decide": request.state == "pending" and can_decide,
         "input_html": render_input(request.tool_name, request.tool_input),
+        # A reported hook rewrote the input: the person sees both, the input as sent first.
+        "updated_input_html": _updated_input_html(request, evaluation),
         "destructive_warning": evaluation.get("destructive_warning"),
         "warnings": [w for w in evaluation.get("warnings") or [] if w != evaluation.get("destructive_warning")],
         "suggested_rules": suggested,
@@ -121,6 +123,13 @@ def _hidden_in(value: Any) -> int:
     if isinstance(value, list):
         return sum(_hidden_in(item) for item in value)
     return 0
+
+
+def _updated_input_html(request: PermissionRequest, evaluation: dict[str, Any]) -> SafeString | None:
+    updated = evaluation.get("updated_input")
+    if not isinstance(updated, dict) or updated == request.tool_input:
+        return None
+    return render_input(request.tool_name, updated)
 
 
 def _claude_suggestions(suggestions: Any) -> list[str]:

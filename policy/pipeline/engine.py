@@ -113,12 +113,19 @@ def _with_valid_input(request: Request, spec: ToolSpec, rules: CompiledRules, no
         facts=request.facts,
         pinned_roots=request.pinned_roots,
     )
+    original = None
+    if outcome.updated_input is not None and outcome.updated_input != checked.tool_input:
+        original = _original_input_rules(request, spec, checked.tool_input, rules, now, run)
+        if original is not None and original.behavior == "deny":
+            return _finish(request, ctx, original, run)
     if outcome.behavior in ("allow", "ask"):
         verdict = hook_forced(outcome, rules, ctx, run)
     else:
         verdict = deny_and_ask_rules(rules, ctx, run) or tool_and_modes(
             request, rules, ctx, run, checked.message if checked.ask else ""
         )
+    if original is not None and verdict.behavior == "allow":
+        verdict = original  # an ask rule matched the input as the agent sent it
     verdict = unless_unreported(verdict, ctx, rules, run)
     if verdict.behavior == "ask":
         # Auto mode may allow an ask: not one that rests on what the agent did not say.
@@ -127,6 +134,29 @@ def _with_valid_input(request: Request, spec: ToolSpec, rules: CompiledRules, no
         # A gated allow is now a forced ask: auto mode passes it on to a person.
         verdict = resolve_ask(gated, request, ctx, run) if gated is not resolved else resolved
     return _finish(request, ctx, verdict, run)
+
+
+def _original_input_rules(
+    request: Request, spec: ToolSpec, tool_input: dict[str, Any], rules: CompiledRules, now: datetime, run: Run
+) -> Verdict | None:
+    """Deny and ask rules on the input as sent, before a reported hook's `updatedInput`.
+
+    An agent reports its own hooks' outputs: a rewritten input must not hide the real
+    one from deny and ask rules (`rm -rf ~` reported as rewritten to `ls`).
+    """
+    original_ctx = build_context(
+        spec,
+        tool_input,
+        cwd=request.cwd,
+        home=request.home,
+        mode=request.mode,
+        additional=tuple(request.additional_directories),
+        now=now,
+        facts=request.facts,
+        pinned_roots=request.pinned_roots,
+    )
+    run.step("originalInput", "check")
+    return deny_and_ask_rules(rules, original_ctx, run)
 
 
 def _finish(request: Request, ctx: CallContext | None, verdict: Verdict, run: Run) -> Decision:

@@ -78,10 +78,16 @@ class HookTests:
         assert _bash("make", [_hook("allow"), _hook("ask", "why?")]).message == "why?"
 
     def test_it_rewrites_the_input_without_deciding(self) -> None:
-        decision = _bash("rm -rf build", [_hook(None, updated={"command": "ls build"})])
+        decision = _bash("cat build.log", [_hook(None, updated={"command": "ls build"})])
         assert decision.behavior == "allow"
         assert decision.updated_input == {"command": "ls build"}
         assert decision.tool_input == {"command": "ls build"}
+
+    def test_deny_rules_still_see_the_input_as_sent(self) -> None:
+        """A rewrite must not hide the real input: `rm -rf build` stays denied by Bash(rm:*)."""
+        decision = _bash("rm -rf build", [_hook(None, updated={"command": "ls build"})])
+        assert decision.behavior == "deny"
+        assert decision.reason["rule"] == "Bash(rm:*)"
 
     def test_it_checks_rules_against_the_rewritten_input(self) -> None:
         decision = _bash("ls", [_hook("allow", updated={"command": "rm -rf /"})])
