@@ -792,10 +792,9 @@ def _decide_fenced(
         if loaded is None:
             loaded = PermissionRequest.objects.select_related("agent").get(pk=request_id)
         with transaction.atomic():
-            request = _fence(loaded, RequestState.DECIDED)
+            request = _fence(loaded, RequestState.DECIDED, before_deadline=True)
             if request is None:
-                current = PermissionRequest.objects.get(pk=request_id)
-                return DecideResult(False, current, selectors.decision_for(current))
+                return _lost_or_overdue(request_id)
             if behavior == "allow" and remember != "once":
                 reason["saved_rule"] = _remember(request, remember, remember_hours, user)
             if behavior == "deny" and not message:
@@ -819,19 +818,34 @@ def _decide_fenced(
     return DecideResult(True, request, decision)
 
 
-def _fence(request: PermissionRequest, new_state: str) -> PermissionRequest | None:
+def _lost_or_overdue(request_id: uuid.UUID | str) -> DecideResult:
+    """A person's decision that lost: to an earlier outcome, or to the deadline it came after.
+
+    A decision after `deadline_at` never counts, even before the sweeper's next pass:
+    the request expires here (deny, reason `timeout`) and the late decider is told so.
+    """
+    current = PermissionRequest.objects.select_related("agent").get(pk=request_id)
+    if current.state == RequestState.PENDING:
+        expired = request_expire(request=current)
+        return DecideResult(False, expired.request, expired.decision)
+    return DecideResult(False, current, selectors.decision_for(current))
+
+
+def _fence(request: PermissionRequest, new_state: str, *, before_deadline: bool = False) -> PermissionRequest | None:
     """Move a pending request to `new_state`; None if someone else got there first.
 
     - `request` as read before: only the conditional update decides, and what it
       changes (state, version, decided_at) is all that a pending request ever changes
       of what the audit row records, so the row need not be read again.
+    - `before_deadline`: also None once `deadline_at` has passed (a person's decision).
     """
     if request.state != RequestState.PENDING:
         return None
     now = timezone.now()
-    updated = PermissionRequest.objects.filter(pk=request.pk, state=RequestState.PENDING).update(
-        state=new_state, version=F("version") + 1, decided_at=now
-    )
+    pending = PermissionRequest.objects.filter(pk=request.pk, state=RequestState.PENDING)
+    if before_deadline:
+        pending = pending.filter(Q(deadline_at__isnull=True) | Q(deadline_at__gt=now))
+    updated = pending.update(state=new_state, version=F("version") + 1, decided_at=now)
     if updated != 1:
         return None
     fenced = copy.copy(request)  # the caller's object keeps saying what it read

@@ -42,6 +42,12 @@ FRAME_BURST = 100.0
 # was lost (Redis restart, a full channel).
 RECHECK_SECONDS = 5.0
 MAX_RESUME_IDS = 500
+# One request may be waited on under a few refs (the same tool_use_id sent again); a cap
+# keeps a replaying agent from growing the socket's memory.
+MAX_REFS_PER_REQUEST = 16
+# Error frames quote at most this much of what the agent sent: an echo must never let a
+# client that does not read make the server hold copies of its large frames.
+MAX_ECHOED_CHARS = 80
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
@@ -107,10 +113,16 @@ def parse_frame(text: str | None, binary: bytes | None) -> dict[str, Any]:
     return frame
 
 
+def echoed(value: Any) -> str:
+    """What an error frame may quote of client input: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= MAX_ECHOED_CHARS else text[:MAX_ECHOED_CHARS] + f"… ({len(text)} characters)"
+
+
 def request_id_of(frame: dict[str, Any]) -> uuid.UUID:
     request_id = relay_selectors.parse_request_id(frame.get("id"))
     if request_id is None:
-        raise FrameError("invalid_frame", f'"{frame["type"]}" needs "id": the request id (a UUID) from "pending"')
+        raise FrameError("invalid_frame", f'{echoed(frame["type"])} needs "id": the request id (a UUID) from "pending"')
     return request_id
 
 
@@ -194,7 +206,7 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
             handler = self.frame_handlers.get(frame["type"])
             if handler is None:
                 known = ", ".join(sorted(self.frame_handlers))
-                raise FrameError("unknown_type", f"unknown frame type {frame['type']!r}; use one of {known}")
+                raise FrameError("unknown_type", f"unknown frame type {echoed(frame['type'])}; use one of {known}")
             await getattr(self, handler)(frame)
         except FrameError as exc:
             await self.send_error(exc.code, exc.message, **self._ref_of(frame))
@@ -284,7 +296,9 @@ class AgentConsumer(GatehouseConsumer):
         self.bucket = TokenBucket()
         self.joined: list[str] = []
         # request id -> the client's ref, for every request this socket still owes an answer.
-        self.refs: dict[uuid.UUID, Any] = {}
+        # Every ref the agent used for one request: the same tool_use_id sent twice maps to
+        # one request, and each ref still gets its answer.
+        self.refs: dict[uuid.UUID, list[Any]] = {}
         self.team_of: dict[uuid.UUID, int] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.closing = False
@@ -380,7 +394,7 @@ class AgentConsumer(GatehouseConsumer):
             await self.send_json(decision_frame(ref, request, result.decision))
             return
         # Register before any await: from here on the doorbell handler can deliver.
-        self.refs[request.pk] = ref
+        self.add_ref(request.pk, ref)
         await self.send_json({"type": "pending", "ref": ref, "id": str(request.pk)})
         # The decision may have committed before we registered (a very fast approver).
         await self.deliver([request.pk])
@@ -390,15 +404,14 @@ class AgentConsumer(GatehouseConsumer):
         request = await self.own_request(request_id)
         given = frame.get("reason")
         reason = given if isinstance(given, str) and given else "withdrawn by the agent"
-        self.refs.setdefault(request_id, frame.get("ref"))
+        self.refs.setdefault(request_id, [frame.get("ref")])
         await db(services.request_cancel)(request=request, reason=reason[:200])
         # Cancelled now or decided just before: either way the agent hears the outcome.
         await self.deliver([request_id])
 
     async def on_progress(self, frame: dict[str, Any]) -> None:
         request_id = request_id_of(frame)
-        if request_id not in self.team_of:
-            await self.own_request(request_id)
+        await self.request_in_play(request_id, "progress")
         team_id = self.team_of[request_id]
         event = {"type": "request.progress", "request_id": str(request_id), "data": frame.get("data")}
         for group in (events.team_group(team_id), events.ALL_TEAMS_GROUP):
@@ -408,7 +421,7 @@ class AgentConsumer(GatehouseConsumer):
         request_id = request_id_of(frame)
         if not isinstance(frame.get("ok"), bool):
             raise FrameError("invalid_frame", '"tool_result" needs "ok": true or false')
-        request = await self.own_request(request_id)
+        request = await self.request_in_play(request_id, "tool_result")
         error = frame.get("error", "")
         if not frame["ok"] and not isinstance(error, str):
             error = json.dumps(error, default=str)
@@ -430,7 +443,7 @@ class AgentConsumer(GatehouseConsumer):
             raw, ref = (item.get("id"), item.get("ref")) if isinstance(item, dict) else (item, None)
             request_id = relay_selectors.parse_request_id(raw)
             if request_id is None:
-                await self.send_error("invalid_frame", f"{raw!r} is not a request id")
+                await self.send_error("invalid_frame", f"{echoed(raw)} is not a request id")
                 continue
             wanted[request_id] = ref
         assert self.agent is not None
@@ -443,10 +456,38 @@ class AgentConsumer(GatehouseConsumer):
             )
         for request in found:
             self.team_of[request.pk] = request.team_id
-            self.refs[request.pk] = wanted[request.pk]
+            self.add_ref(request.pk, wanted[request.pk])
             if request.state == RequestState.PENDING:
                 await self.send_json({"type": "pending", "ref": wanted[request.pk], "id": str(request.pk)})
         await self.deliver(list(known))
+
+    def add_ref(self, request_id: uuid.UUID, ref: Any) -> None:
+        refs = self.refs.setdefault(request_id, [])
+        if ref not in refs and len(refs) < MAX_REFS_PER_REQUEST:
+            refs.append(ref)
+
+    async def request_in_play(self, request_id: uuid.UUID, frame_type: str) -> PermissionRequest:
+        """The agent's request, if a call that may run or is running: refuse frames about denied ones.
+
+        A `tool_result` or `progress` for a request a person denied, or that expired, would
+        show on its page as if the call ran; one that was already run (a result is stored)
+        takes no more progress.
+        """
+        assert self.agent is not None
+        request = await db(relay_selectors.agent_request_with_decision)(self.agent.pk, request_id)
+        if request is None:
+            raise FrameError("not_found", f"request {request_id} does not exist or is not yours")
+        self.team_of[request_id] = request.team_id
+        decision = getattr(request, "decision", None) if request.state == RequestState.DECIDED else None
+        allowed = decision is not None and decision.behavior == "allow"
+        # Withdrawn by the agent ("answered locally"): it may have run on the agent's own say.
+        may_run = allowed or request.state == RequestState.CANCELLED
+        if frame_type == "tool_result" and not may_run:
+            raise FrameError("request_not_allowed", f"request {request_id} was not allowed; it has no tool result")
+        in_play = request.state == RequestState.PENDING or (allowed and request.result is None)
+        if frame_type == "progress" and not in_play:
+            raise FrameError("request_finished", f"request {request_id} is finished; it takes no more progress")
+        return request
 
     async def own_request(self, request_id: uuid.UUID) -> PermissionRequest:
         assert self.agent is not None
@@ -467,8 +508,8 @@ class AgentConsumer(GatehouseConsumer):
             # a read that saw "pending" never swallows the doorbell that follows it.
             if request.pk not in self.refs:
                 continue
-            ref = self.refs.pop(request.pk)
-            await self.send_json(decision_frame(ref, request, decision))
+            for ref in self.refs.pop(request.pk):
+                await self.send_json(decision_frame(ref, request, decision))
 
     async def recheck_forever(self) -> None:
         while True:
@@ -489,10 +530,10 @@ class AgentConsumer(GatehouseConsumer):
             return
         # The event was sent after the audit row committed and carries that row: no
         # database read (and no worker thread) on the way to the agent.
-        ref = self.refs.pop(request_id)
-        await self.send_json(
-            {"type": "decision", "ref": ref, "id": str(request_id), "status": event["state"], "decision": decision}
-        )
+        for ref in self.refs.pop(request_id):
+            await self.send_json(
+                {"type": "decision", "ref": ref, "id": str(request_id), "status": event["state"], "decision": decision}
+            )
 
     request_decided = request_finished
     request_cancelled = request_finished

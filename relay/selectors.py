@@ -32,6 +32,11 @@ def agent_request(agent_id: int, request_id: uuid.UUID) -> PermissionRequest | N
     return PermissionRequest.objects.select_related("agent", "team").filter(pk=request_id, agent_id=agent_id).first()
 
 
+def agent_request_with_decision(agent_id: int, request_id: uuid.UUID) -> PermissionRequest | None:
+    """The agent's own request with its decision (if any) in one query, for frames that depend on the outcome."""
+    return PermissionRequest.objects.select_related("decision").filter(pk=request_id, agent_id=agent_id).first()
+
+
 def request_for_card(request_id: Any) -> PermissionRequest | None:
     """The request with its agent, team and (once decided) decision, in one query."""
     request_uuid = request_id if isinstance(request_id, uuid.UUID) else parse_request_id(request_id)
