@@ -922,10 +922,18 @@ def _finish_without_person(
     return DecideResult(True, fenced, decision)
 
 
-def request_record_result(*, request: PermissionRequest, ok: bool, output: Any = None, error: str = "") -> None:
-    """Record PostToolUse (ok) or PostToolUseFailure against the request."""
+def request_record_result(*, request: PermissionRequest, ok: bool, output: Any = None, error: str = "") -> bool:
+    """Record PostToolUse (ok) or PostToolUseFailure against the request; False if refused.
+
+    - Only a call that may have run takes a result: one allowed, or withdrawn because it
+      was answered locally. A denied, expired or pending request never shows as run.
+    """
     result = {"ok": ok, "output": output} if ok else {"ok": False, "error": error}
-    PermissionRequest.objects.filter(pk=request.pk).update(result=result, result_at=timezone.now())
+    may_have_run = Q(state=RequestState.CANCELLED) | Q(state=RequestState.DECIDED, decision__behavior="allow")
+    updated = PermissionRequest.objects.filter(may_have_run, pk=request.pk).update(
+        result=result, result_at=timezone.now()
+    )
+    return updated == 1
 
 
 def request_join_prompt(*, request: PermissionRequest, suggestions: list[Any]) -> bool:

@@ -102,3 +102,31 @@ class HookEndpointAnswerTests:
         request = PermissionRequest.objects.get()
         assert request.state == "cancelled"
         assert request.result == {"ok": False, "error": "exit 1"}
+
+
+class HookResultTests:
+    @pytest.mark.parametrize("outcome", ["deny rule", "expired"])
+    def test_a_result_for_a_call_that_never_ran_is_not_recorded(
+        self, client: Client, ci_bot: Any, default_team: Any, settings: Any, outcome: str
+    ) -> None:
+        from approvals import services
+        from approvals.models import PermissionRequest
+
+        if outcome == "deny rule":
+            services.rule_create(rule="Bash(rm:*)", behavior="deny", source="projectSettings", team=default_team)
+        body = hook_input("PreToolUse")
+        post(client, body, ci_bot.auth, "?wait=0&on_timeout=deny")
+        for event in ("PostToolUse", "PostToolUseFailure"):
+            assert post(client, {**body, "hook_event_name": event, "tool_response": "ran"}, ci_bot.auth).json() == {}
+        request = PermissionRequest.objects.get()
+        assert request.state in ("decided", "expired") and request.result is None and request.result_at is None
+
+    def test_a_result_for_an_allowed_call_is_recorded(self, client: Client, ci_bot: Any, default_team: Any) -> None:
+        from approvals import services
+        from approvals.models import PermissionRequest
+
+        services.rule_create(rule="Bash(rm:*)", behavior="allow", source="projectSettings", team=default_team)
+        body = hook_input("PreToolUse")
+        post(client, body, ci_bot.auth)
+        post(client, {**body, "hook_event_name": "PostToolUse", "tool_response": "ran"}, ci_bot.auth)
+        assert PermissionRequest.objects.get().result == {"ok": True, "output": "ran"}
