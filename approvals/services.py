@@ -30,7 +30,7 @@ from django.utils import timezone
 import policy
 import policy.learning
 from approvals import events, learning, selectors, why
-from approvals.audit import chain_head, input_hash, lock_chain_head, row_hash
+from approvals.audit import chain_head, chained_fields, input_hash, lock_chain_head, payload_hash
 from approvals.audit_search import search_text
 from approvals.engine_input import engine_input, engine_rule_items
 from approvals.extensions import Claim, ClaimStore, PreDecisionWork, registry
@@ -656,10 +656,13 @@ def _append_decision(
     # So no savepoint and no retry: should a writer that bypassed the lock ever read the
     # same head, the unique prev_hash refuses the second insert, its whole transaction
     # rolls back and the caller denies (AuditUnavailable); the chain never forks.
+    decision = Decision(**fields)
+    # What the hash covers (the request too, its agent's name read here) is gathered
+    # before the chain's lock, which is then held only for the head read and the insert.
+    payload = chained_fields(decision)
     lock_chain_head()
-    prev = chain_head()
-    decision = Decision(**fields, prev_hash=prev)
-    decision.hash = row_hash(decision, prev)
+    decision.prev_hash = chain_head()
+    decision.hash = payload_hash(decision.prev_hash, payload)
     try:
         decision.save(force_insert=True)
     except IntegrityError as exc:

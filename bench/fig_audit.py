@@ -91,6 +91,7 @@ DECISION_COLUMNS = [
     "created_at",
     "prev_hash",
     "hash",
+    "format",
 ]
 
 
@@ -152,7 +153,8 @@ def fill(rows: int, team_id: int, agent_ids: list[int], user_id: int) -> dict[st
     """COPY `rows` requests and their hash-chained decisions, in chunks; return the rates."""
     from django.db import connection
 
-    from approvals.audit import GENESIS_HASH, canonical_json, input_hash, row_hash
+    from approvals.audit import CURRENT_FORMAT, GENESIS_HASH, canonical_json, input_hash, row_hash
+    from approvals.models import Agent
 
     rng = random.Random(9)
     start = datetime.now(UTC) - timedelta(days=DAYS)
@@ -162,6 +164,7 @@ def fill(rows: int, team_id: int, agent_ids: list[int], user_id: int) -> dict[st
     connection.ensure_connection()
     raw = connection.connection
     next_id = 1
+    agent_names = dict(Agent.objects.filter(pk__in=agent_ids).values_list("pk", "name"))
     for offset in range(0, rows, CHUNK):
         t0 = time.perf_counter()
         request_rows: list[tuple[Any, ...]] = []
@@ -202,7 +205,24 @@ def fill(rows: int, team_id: int, agent_ids: list[int], user_id: int) -> dict[st
                 )
             )
             # row_hash only reads attributes; a namespace is 10x cheaper to build than a model.
+            request = SimpleNamespace(
+                tool_use_id=f"toolu_{i}",
+                tool_name=tool,
+                tool_input=tool_input,
+                input_hash=input_hash(tool_input),
+                session_id=session,
+                cwd="/srv/app",
+                permission_mode="default",
+                context="interactive",
+                transcript_path="",
+                evaluation={},
+                permission_suggestions=[],
+                agent=SimpleNamespace(name=agent_names[agent_id]),
+                created_at=created,
+            )
             decision = SimpleNamespace(
+                format=CURRENT_FORMAT,
+                request=request,
                 request_id=request_id,
                 agent_id=agent_id,
                 team_id=team_id,
@@ -244,6 +264,7 @@ def fill(rows: int, team_id: int, agent_ids: list[int], user_id: int) -> dict[st
                     created,
                     prev,
                     digest,
+                    CURRENT_FORMAT,
                 )
             )
             prev = digest
