@@ -8,7 +8,7 @@ Each row stores the `format` its hash was computed under, so the chain can grow:
 - format 1 (rows written before format 2 existed): the decision's own fields.
 - format 2: the decision's fields and everything a reviewer reads of its request — the
   tool and its input, cwd, session, agent name, mode, context and the engine's stored
-  evaluation (its trace). The format number itself is hashed, so a row cannot be
+  evaluation (its trace), and the agent's reported facts. The format number itself is hashed, so a row cannot be
   relabelled to an older, narrower format without breaking.
 
 Old rows keep format 1 and are verified by it: re-hashing them would bless whatever was
@@ -100,7 +100,9 @@ REQUEST_FIELDS = (
     "evaluation",
     "permission_suggestions",
 )
-# Added to format 2's request part when the model has them (agent-reported facts).
+# In format 2's request part when set (the agent's reported facts): left out when null,
+# so a row hashed before the request had such a field still verifies, while a value
+# written into it, or one removed, breaks the row.
 OPTIONAL_REQUEST_FIELDS = ("facts",)
 
 
@@ -108,7 +110,7 @@ def request_fields(request: PermissionRequest) -> dict[str, Any]:
     """Format 2's request part: what the card, the audit page and the API show of the call."""
     fields = {name: getattr(request, name) for name in REQUEST_FIELDS}
     for name in OPTIONAL_REQUEST_FIELDS:
-        if hasattr(request, name):
+        if getattr(request, name, None) is not None:
             fields[name] = getattr(request, name)
     fields["agent_name"] = request.agent.name
     fields["created_at"] = request.created_at.isoformat()

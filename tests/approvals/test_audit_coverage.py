@@ -41,6 +41,7 @@ REQUEST_COLUMNS = [
     ("evaluation", json.dumps({"trace": [{"step": "allowRules", "rule": "Bash"}]})),
     ("permission_suggestions", json.dumps([{"type": "addRules"}])),
     ("created_at", "2020-01-01 00:00:00"),
+    ("facts", json.dumps({"home": "/root", "user": "root"})),
 ]
 # Every decision column the chain covers (the foreign keys other than the user by id).
 DECISION_COLUMNS = [
@@ -112,6 +113,20 @@ class AuditCoverageTests:
             cursor.execute("UPDATE approvals_agent SET name = 'trusted-bot' WHERE id = %s", [ci_bot.agent.pk])
         assert "broken in 1 place" in verify()
         assert "Broken" in page_says(alice, row)
+
+    def test_it_finds_reported_facts_rewritten_or_removed(self, alice: Any, ci_bot: Any) -> None:
+        facts = {"home": "/home/ci", "user": "ci"}
+        submitted = services.request_submit(agent=ci_bot.agent, call={**CALL, "tool_use_id": "facts", "facts": facts})
+        decided = services.request_decide(request_id=submitted.request.pk, behavior="allow", surface="web", user=alice)
+        assert decided.decision is not None and PermissionRequest.objects.get(pk=submitted.request.pk).facts
+        assert verify() == ""
+        for value in (json.dumps({"home": "/root", "user": "ci"}), None):
+            with tamper() as cursor:
+                cursor.execute(
+                    "UPDATE approvals_permissionrequest SET facts = %s WHERE id = %s",
+                    [value, submitted.request.pk.hex],
+                )
+            assert "broken in 1 place" in verify(), value
 
     def test_it_writes_new_rows_at_the_current_format(self, alice: Any, ci_bot: Any) -> None:
         row = decide(ci_bot.agent, alice, "cover_0")
