@@ -6,10 +6,13 @@ through `approvals.services`; they never save a model themselves.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import zipfile
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
@@ -74,6 +77,29 @@ def logout_view(request: HttpRequest) -> HttpResponse:
     if user_id is not None:
         events.end_user_sessions(user_id)
     return redirect(settings.LOGOUT_REDIRECT_URL)
+
+
+# The hook bundle: what a person's laptop needs to reach Gatehouse, and nothing else.
+_BUNDLE_MODULES = ("__init__.py", "hook.py", "facts.py", "install.py")
+_BUNDLE_MAIN = "from agent.install import main\n\nmain()\n"
+
+
+def hook_bundle(request: HttpRequest) -> HttpResponse:
+    """``GET /agent/gatehouse-hook.pyz``: the hook as one standard-library zip application.
+
+    No login: it is the public hook code, with no token or setting of this server in it.
+    """
+    import agent
+
+    source = Path(agent.__file__).parent
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
+        bundle.writestr("__main__.py", _BUNDLE_MAIN)
+        for name in _BUNDLE_MODULES:
+            bundle.writestr(f"agent/{name}", (source / name).read_text(encoding="utf-8"))
+    response = HttpResponse(buffer.getvalue(), content_type="application/zip")
+    response["Content-Disposition"] = 'attachment; filename="gatehouse-hook.pyz"'
+    return response
 
 
 def manifest(request: HttpRequest) -> HttpResponse:

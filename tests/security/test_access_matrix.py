@@ -88,6 +88,7 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     "telegram_webhook": ("integrations/telegram/webhook", "post", "/integrations/telegram/webhook", {}),
     "queue": ("", "get", "/", None),
     "manifest": ("manifest.webmanifest", "get", "/manifest.webmanifest", None),
+    "hook_bundle": ("agent/gatehouse-hook.pyz", "get", "/agent/gatehouse-hook.pyz", None),
     "request_page": ("requests/<uuid:request_id>/", "get", "/requests/{req}/", None),
     "request_decide_page": ("requests/<uuid:request_id>/decide", "post", "/requests/{req}/decide", {"action": "once"}),
     "audit_page": ("audit/", "get", "/audit/", None),
@@ -116,6 +117,7 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     "rule_delete_page": ("rules/<int:rule_id>/delete/", "post", "/rules/{rule}/delete/", {}),
     "agents_page": ("agents/", "get", "/agents/", None),
     "agent_revoke_page": ("agents/<int:agent_id>/revoke/", "post", "/agents/{agent}/revoke/", {}),
+    "agent_pin_page": ("agents/<int:agent_id>/pins/", "post", "/agents/{agent}/pins/", {}),
     "profile_page": ("profile/", "get", "/profile/", None),
     "identity_delete_page": (
         "profile/identities/<int:identity_id>/delete/",
@@ -168,6 +170,7 @@ slack_actions           404       404         404           404   404         40
 telegram_webhook        404       404         404           404   404         404    404      404      404
 queue                   302       302         302           302   302         200    200      200      200
 manifest                200       200         200           200   200         200    200      200      200
+hook_bundle             200       200         200           200   200         200    200      200      200
 request_page            302       302         302           302   302         200    200      404      200
 request_decide_page     302       302         302           302   302         403    302      404      302
 audit_page              302       302         302           302   302         200    200      200      200
@@ -181,6 +184,7 @@ rule_edit_page          302       302         302           302   302         40
 rule_delete_page        302       302         302           302   302         403    302      404      302
 agents_page             302       302         302           302   302         200    200      200      200
 agent_revoke_page       302       302         302           302   302         403    302      404      302
+agent_pin_page          302       302         302           302   302         403    302      404      302
 profile_page            302       302         302           302   302         200    200      200      200
 identity_delete_page    302       302         302           302   302         404    302      404      404
 admin                   302       302         302           302   302         302    302      302      200
