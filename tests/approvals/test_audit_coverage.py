@@ -155,8 +155,11 @@ class AuditFormatTests:
         old.save(force_insert=True)
         PermissionRequest.objects.filter(pk=pending.pk).update(state="decided")
         assert old.prev_hash == GENESIS_HASH
-        decide(ci_bot.agent, alice, "new")
+        new = decide(ci_bot.agent, alice, "new")
         assert verify() == ""
+        # The page says what an old row's "Intact" does not vouch for.
+        assert "covers the decision only" in page_says(alice, old)
+        assert "covers the decision only" not in page_says(alice, new)
 
     def test_it_finds_an_unknown_format(self, alice: Any, ci_bot: Any) -> None:
         row = decide(ci_bot.agent, alice, "cover_0")
