@@ -199,6 +199,22 @@ def personal_token_create(*, user: User) -> str:
     return token
 
 
+def person_credentials_changed(*, user: User) -> None:
+    """A person's password changed: every open dashboard socket of theirs closes.
+
+    Their sessions stop working at the next HTTP request (Django's session hash); the
+    sockets opened before must not outlive them, on any device.
+    """
+    events.end_user_sessions(user.pk)
+
+
+def person_deactivate(*, user: User) -> None:
+    """Deactivate a person: they cannot log in, and every open dashboard socket of theirs closes."""
+    User.objects.filter(pk=user.pk).update(is_active=False)
+    user.is_active = False
+    events.end_user_sessions(user.pk)
+
+
 def membership_set(*, user: User, team: Team, role: str) -> Membership:
     if role not in Role.values:
         raise ServiceError(f"unknown role {role!r}; use approver or viewer")

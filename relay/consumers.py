@@ -703,5 +703,7 @@ class DashboardConsumer(GatehouseConsumer):
 
     async def session_ended(self, event: dict[str, Any]) -> None:
         self.closing = True
-        await self.send_error("session_ended", "you logged out; log in again to keep watching")
+        await self.send_error(
+            "session_ended", "your session ended (logged out, password changed or account deactivated); log in again"
+        )
         await self.close(CLOSE_UNAUTHENTICATED)

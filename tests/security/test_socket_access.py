@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 from typing import Any
-from urllib.request import Request, build_opener
+from urllib.error import HTTPError
+from urllib.parse import urlencode
+from urllib.request import HTTPRedirectHandler, Request, build_opener
 
 import pytest
 from websockets.asyncio.client import connect
@@ -18,7 +20,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from approvals import services
 from relay.routing import websocket_urlpatterns
 from tests.live import LiveServer
-from tests.relay.wsclient import ask_call, close_code, in_thread, receive, send, session_cookie
+from tests.relay.wsclient import ask_call, close_code, dashboard_connect, in_thread, receive, send, session_cookie
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -239,3 +241,121 @@ class LogoutEndsSocketsTests:
 
         frames = asyncio.run(scenario())
         assert [f for f in frames if f.get("type") == "request.created"] == []
+
+
+def http_form_post(srv: LiveServer, cookie: str, path: str, fields: dict[str, str]) -> int:
+    """GET a form page for its CSRF cookie, then POST the form as a browser does; the status (302 = saved)."""
+    opener = build_opener(NoRedirect())
+    page = opener.open(Request(f"{srv.url}{path}", headers={"Cookie": f"sessionid={cookie}"}))
+    csrf = next(
+        c.split("=", 1)[1].split(";")[0] for c in page.headers.get_all("Set-Cookie") or [] if c.startswith("csrftoken=")
+    )
+    request = Request(
+        f"{srv.url}{path}",
+        data=urlencode({**fields, "csrfmiddlewaretoken": csrf}).encode(),
+        method="POST",
+        headers={"Cookie": f"sessionid={cookie}; csrftoken={csrf}", "Referer": srv.url + path},
+    )
+    try:
+        return int(opener.open(request).status)
+    except HTTPError as exc:
+        return int(exc.code)
+
+
+class NoRedirect(HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def change_own_password(srv: LiveServer, alice: Any, admin_cookie: str) -> int:
+    cookie = session_cookie(alice)
+    fields = {
+        "old_password": "alice-password-1",
+        "new_password1": "N3w-pass-phrase!",
+        "new_password2": "N3w-pass-phrase!",
+    }
+    return http_form_post(srv, cookie, "/accounts/password_change/", fields)
+
+
+def admin_sets_password(srv: LiveServer, alice: Any, admin_cookie: str) -> int:
+    fields = {"password1": "N3w-pass-phrase!", "password2": "N3w-pass-phrase!", "usable_password": "true"}
+    return http_form_post(srv, admin_cookie, f"/admin/auth/user/{alice.pk}/password/", fields)
+
+
+def deactivate_by_service(srv: LiveServer, alice: Any, admin_cookie: str) -> int:
+    services.person_deactivate(user=alice)
+    return 302
+
+
+CREDENTIAL_CHANGES = [change_own_password, admin_sets_password, deactivate_by_service]
+
+
+class CredentialChangeEndsSocketsTests:
+    @pytest.mark.parametrize("change", CREDENTIAL_CHANGES, ids=lambda f: f.__name__)
+    def test_it_closes_the_persons_dashboard_sockets_when_their_credentials_change(
+        self, security_server: LiveServer, alice: Any, admin: Any, change: Any
+    ) -> None:
+        cookies = [session_cookie(alice), session_cookie(alice)]  # two devices
+        admin_cookie = session_cookie(admin)
+
+        async def scenario() -> tuple[int, list[int | None], str]:
+            async with (
+                dashboard_connect(security_server, cookies[0]) as phone,
+                dashboard_connect(security_server, cookies[1]) as laptop,
+            ):
+                for ws in (phone, laptop):
+                    await send(ws, {"type": "subscribe"})
+                    assert (await receive(ws))["type"] == "snapshot"
+                status = await in_thread(change, security_server, alice, admin_cookie)
+                codes = [await close_code(phone), await close_code(laptop)]
+            again = await dashboard_outcome(security_server, {"Cookie": f"sessionid={cookies[0]}"}, "-")
+            return status, codes, again
+
+        status, codes, again = asyncio.run(scenario())
+        assert status == 302
+        assert codes == [4401, 4401]
+        assert again == "4401"  # the old session opens nothing any more
+
+    def test_it_closes_sockets_when_an_admin_unticks_active(
+        self, security_server: LiveServer, alice: Any, admin: Any
+    ) -> None:
+        from django.contrib.auth import get_user_model
+        from django.test import Client
+        from django.utils import timezone
+
+        from approvals.models import Membership
+
+        cookie = session_cookie(alice)
+        client = Client()
+        client.force_login(admin)
+        joined = timezone.localtime(alice.date_joined)
+        membership = Membership.objects.get(user=alice)
+        # The admin's change form as a browser posts it, with "active" unticked (absent).
+        fields = {
+            "username": alice.username,
+            "first_name": "",
+            "last_name": "",
+            "email": "",
+            "date_joined_0": joined.strftime("%Y-%m-%d"),
+            "date_joined_1": joined.strftime("%H:%M:%S"),
+            "memberships-TOTAL_FORMS": "1",
+            "memberships-INITIAL_FORMS": "1",
+            "memberships-MIN_NUM_FORMS": "0",
+            "memberships-MAX_NUM_FORMS": "1000",
+            "memberships-0-id": str(membership.pk),
+            "memberships-0-user": str(alice.pk),
+            "memberships-0-team": str(membership.team_id),
+            "memberships-0-role": membership.role,
+        }
+
+        async def scenario() -> tuple[int, int | None]:
+            async with dashboard_connect(security_server, cookie) as ws:
+                await send(ws, {"type": "subscribe"})
+                assert (await receive(ws))["type"] == "snapshot"
+                response = await in_thread(client.post, f"/admin/auth/user/{alice.pk}/change/", fields)
+                return response.status_code, await close_code(ws)
+
+        status, code = asyncio.run(scenario())
+        assert status == 302
+        assert get_user_model().objects.get(pk=alice.pk).is_active is False
+        assert code == 4401
