@@ -574,6 +574,25 @@ def decide(args: Options, event: str, body: bytes) -> bytes | None:
         final = remaining - 1.0 <= args.poll
 
 
+def add_facts(raw: bytes, hook_input: dict[str, Any]) -> bytes:
+    """The hook input with this machine's facts (`agent/facts.py`, beside this file).
+
+    - Run by its path (`python3 /path/to/agent/hook.py`, what the installer and the
+      Agents page write) from any directory, `agent` is not importable: the sibling file
+      is loaded from this file's directory. A lone copy of this file sends no facts,
+      like an http hook: the server then asks where a path rule would need them.
+    """
+    try:
+        from agent.facts import with_facts
+    except ImportError:
+        here = os.path.dirname(os.path.abspath(__file__))
+        if not os.path.exists(os.path.join(here, "facts.py")):
+            return raw
+        sys.path.insert(0, os.path.dirname(here))
+        from agent.facts import with_facts
+    return with_facts(raw, hook_input)
+
+
 _PENDING: dict[str, Any] = {}
 
 
@@ -608,9 +627,7 @@ def run(argv: list[str] | None = None, stdin: Any = None) -> int:
         if event in RECORDING_EVENTS:
             args.timeout = min(args.timeout, 10.0)
         else:  # the server decides on this machine's paths and home, as reported here
-            from agent.facts import with_facts
-
-            raw = with_facts(raw, hook_input)
+            raw = add_facts(raw, hook_input)
         output = decide(args, event, raw)
     except Interrupted:
         _withdraw()
