@@ -142,6 +142,11 @@ def requests_filtered(
     return rows.order_by("-created_at", "-pk")
 
 
+def pending_count(agent: Agent) -> int:
+    """How many of the agent's asks wait for a person now."""
+    return PermissionRequest.objects.filter(agent=agent, state=RequestState.PENDING).count()
+
+
 def pending_for_agent(agent: Agent) -> QuerySet[PermissionRequest]:
     return PermissionRequest.objects.filter(agent=agent, state=RequestState.PENDING)
 

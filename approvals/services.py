@@ -447,6 +447,8 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
     floor = call.get("safety_floor")
     if isinstance(floor, dict) and verdict.behavior == "allow":
         verdict = _for_a_person(verdict)
+    if verdict.behavior == "ask" and selectors.pending_count(agent) >= settings.GATEHOUSE_MAX_PENDING_PER_AGENT:
+        verdict = _over_pending_limit(verdict)
     engine_ms = (time.perf_counter() - started) * 1000
     request = PermissionRequest(
         agent=agent,
@@ -517,6 +519,28 @@ SAFETY_FLOOR_DETAIL = (
     "directory, or its own ask rule) after Gatehouse allowed it; no earlier allow, rule, mode or "
     "classifier answers that, only a person."
 )
+
+
+def _over_pending_limit(verdict: policy.Decision) -> policy.Decision:
+    """An ask beyond the agent's pending limit is denied (and audited), not queued.
+
+    One agent flooding asks would otherwise bury every team's queue and chat posts. The
+    count is read before the insert, so concurrent submits may pass the limit by a few.
+    """
+    limit = settings.GATEHOUSE_MAX_PENDING_PER_AGENT
+    message = (
+        f"This agent already has {limit} calls waiting for a person (GATEHOUSE_MAX_PENDING_PER_AGENT), so this "
+        "one was denied. Wait for those answers before asking for more."
+    )
+    step = {"step": "pendingLimit", "result": "deny", "limit": limit, "overrides": verdict.reason}
+    return dataclasses.replace(
+        verdict,
+        behavior="deny",
+        reason={"type": "other", "detail": "pendingLimit", "limit": limit},
+        message=message,
+        updated_input=None,
+        trace=[*verdict.trace, step],
+    )
 
 
 def _for_a_person(verdict: policy.Decision) -> policy.Decision:

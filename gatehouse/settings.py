@@ -231,6 +231,10 @@ GATEHOUSE_SWEEP_INTERVAL = env_int("GATEHOUSE_SWEEP_INTERVAL", 5)
 # server process with nothing beside it (`make run`) sweeps inside itself instead.
 GATEHOUSE_INPROCESS_SWEEPER = env_bool("GATEHOUSE_INPROCESS_SWEEPER")
 GATEHOUSE_DENIAL_LIMIT = env_int("GATEHOUSE_DENIAL_LIMIT", 3)
+# Asks one agent may have waiting for a person; beyond it a new ask is denied (audited).
+GATEHOUSE_MAX_PENDING_PER_AGENT = env_int("GATEHOUSE_MAX_PENDING_PER_AGENT", 200)
+# Sockets one agent token may hold open at once; one more is closed with 4429.
+GATEHOUSE_MAX_AGENT_SOCKETS = env_int("GATEHOUSE_MAX_AGENT_SOCKETS", 8)
 
 # --- Classifiers (relay/classifiers.py; docs/RELAY.md) --------------------------------------
 

@@ -21,6 +21,7 @@ from typing import Any
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
 from approvals import events, permissions, selectors, services, strict_json
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
@@ -281,6 +282,30 @@ def _finished(request_ids: list[uuid.UUID]) -> list[tuple[PermissionRequest, Dec
     return [(r, decisions[r.pk]) for r in requests if r.pk in decisions]
 
 
+class SocketCount:
+    """Open agent sockets per agent in this process, so one token cannot hold unbounded buffers."""
+
+    def __init__(self) -> None:
+        self.open_sockets: dict[int, int] = {}
+
+    def open(self, agent_id: int) -> bool:
+        count = self.open_sockets.get(agent_id, 0)
+        if count >= settings.GATEHOUSE_MAX_AGENT_SOCKETS:
+            return False
+        self.open_sockets[agent_id] = count + 1
+        return True
+
+    def close(self, agent_id: int) -> None:
+        count = self.open_sockets.get(agent_id, 0) - 1
+        if count > 0:
+            self.open_sockets[agent_id] = count
+        else:
+            self.open_sockets.pop(agent_id, None)
+
+
+SOCKETS_PER_AGENT = SocketCount()
+
+
 class AgentConsumer(GatehouseConsumer):
     """`/ws/agent/`: many requests in flight per socket, each answered exactly once."""
 
@@ -319,6 +344,12 @@ class AgentConsumer(GatehouseConsumer):
             )
             await self.close(code)
             return
+        if not SOCKETS_PER_AGENT.open(agent.pk):
+            self.closing = True
+            limit = settings.GATEHOUSE_MAX_AGENT_SOCKETS
+            await self.send_error("too_many_sockets", f"this agent already has {limit} sockets open on this server")
+            await self.close(CLOSE_RATE_LIMITED)
+            return
         self.agent = agent
         drain.register(self)
         if drain.is_draining():  # opened while this process stops: send it on at once
@@ -334,6 +365,8 @@ class AgentConsumer(GatehouseConsumer):
 
     async def disconnect(self, code: int) -> None:
         drain.unregister(self)
+        if getattr(self, "agent", None) is not None:
+            SOCKETS_PER_AGENT.close(self.agent.pk)  # type: ignore[union-attr]
         for task in list(getattr(self, "tasks", ())):
             task.cancel()
         await self.leave_groups()
