@@ -40,6 +40,8 @@ class FakeAnthropic:
     """The server's state: the script, every request seen, the tool results sent back."""
 
     tool_use: ScriptedToolUse
+    # A call the model makes first (Claude Code edits only a file read in the session).
+    prelude: ScriptedToolUse | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     tool_results: list[dict[str, Any]] = field(default_factory=list)
@@ -70,9 +72,11 @@ class FakeAnthropic:
         offers_tool = any(t.get("name") == self.tool_use.name for t in body.get("tools") or [])
         if not offers_tool:
             return [{"type": "text", "text": "Gatehouse test"}]
-        if any(r.get("tool_use_id") == self.tool_use.id for r in _tool_results(body)):
+        answered = {r.get("tool_use_id") for r in _tool_results(body)}
+        if self.tool_use.id in answered:
             return [{"type": "text", "text": self.tool_use.final_text}]
-        return [{"type": "tool_use", "id": self.tool_use.id, "name": self.tool_use.name, "input": self.tool_use.input}]
+        call = self.tool_use if self.prelude is None or self.prelude.id in answered else self.prelude
+        return [{"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}]
 
 
 def _tool_results(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -215,9 +219,9 @@ def _handler(state: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def fake_anthropic(tool_use: ScriptedToolUse) -> Iterator[FakeAnthropic]:
+def fake_anthropic(tool_use: ScriptedToolUse, prelude: ScriptedToolUse | None = None) -> Iterator[FakeAnthropic]:
     """Serve the fake API on a free 127.0.0.1 port for the duration of the block."""
-    state = FakeAnthropic(tool_use=tool_use)
+    state = FakeAnthropic(tool_use=tool_use, prelude=prelude)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
