@@ -17,6 +17,7 @@ import json
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import httpx
@@ -79,10 +80,7 @@ def post(webhook: Webhook, payload: dict[str, Any]) -> dict[str, Any]:
         TIMESTAMP_HEADER: timestamp,
         SIGNATURE_HEADER: signature(webhook.secret, timestamp, body),
     }
-    try:
-        response = httpx.post(webhook.url, content=body, headers=headers, timeout=webhook.timeout_ms / 1000)
-    except httpx.HTTPError as exc:
-        raise WebhookError(f"{type(exc).__name__}: {exc}") from exc
+    response = _exchange_within(webhook, body, headers)
     if response.status_code >= 300:
         raise WebhookError(f"HTTP {response.status_code}")
     if not response.content.strip():
@@ -94,6 +92,29 @@ def post(webhook: Webhook, payload: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(answer, dict):
         raise WebhookError("the answer is not a JSON object")
     return answer
+
+
+def _exchange_within(webhook: Webhook, body: bytes, headers: dict[str, str]) -> httpx.Response:
+    """The whole answer within `timeout_ms`, or WebhookError.
+
+    httpx's timeout bounds each read, not the exchange: a webhook dripping a byte at a
+    time held a call for 30 s and then answered. The exchange runs beside the caller,
+    who stops waiting at the deadline; closing the client then ends the exchange at its
+    next read.
+    """
+    seconds = webhook.timeout_ms / 1000
+    client = httpx.Client(timeout=seconds)
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhook")
+    future = worker.submit(client.post, webhook.url, content=body, headers=headers)
+    try:
+        return future.result(timeout=seconds)
+    except FutureTimeout:
+        raise WebhookError(f"no complete answer within {webhook.timeout_ms} ms") from None
+    except httpx.HTTPError as exc:
+        raise WebhookError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        client.close()
+        worker.shutdown(wait=False)
 
 
 def _hook_input(event: str, call: dict[str, Any]) -> dict[str, Any]:
