@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 URL = "/hooks/claude-code"
 
 
-def post(client: Client, body: dict[str, Any], auth: dict[str, str], query: str = "?wait=0") -> Any:
+def post(client: Client, body: dict[str, Any], auth: dict[str, Any], query: str = "?wait=0") -> Any:
     return client.post(URL + query, data=json.dumps(body), content_type="application/json", **auth)
 
 
@@ -65,7 +65,9 @@ class HookReplayTests:
     def test_a_replay_after_the_window_is_a_409(self, client: Client, ci_bot: Any, allowed: Any) -> None:
         from approvals.models import PermissionRequest
 
-        late = PermissionRequest.objects.get(tool_use_id=allowed["tool_use_id"]).decided_at - timedelta(minutes=11)
+        decided_at = PermissionRequest.objects.get(tool_use_id=allowed["tool_use_id"]).decided_at
+        assert decided_at is not None
+        late = decided_at - timedelta(minutes=11)
         PermissionRequest.objects.filter(tool_use_id=allowed["tool_use_id"]).update(decided_at=late)
         assert post(client, allowed, ci_bot.auth).status_code == 409
 

@@ -36,7 +36,7 @@ RESERVED_AT_PRE_TOOL_USE = [
 ]
 
 
-def post(client: Client, body: dict[str, Any], auth: dict[str, str], query: str = "?wait=0") -> Any:
+def post(client: Client, body: dict[str, Any], auth: dict[str, Any], query: str = "?wait=0") -> Any:
     # What Gatehouse's hook command sends: Claude Code's input plus this machine's facts.
     sent = json.loads(with_facts(json.dumps(body).encode(), body))
     return client.post(URL + query, data=json.dumps(sent), content_type="application/json", **auth)

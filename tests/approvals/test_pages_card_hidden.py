@@ -154,7 +154,7 @@ class HiddenTailTests:
         assert "<summary>Show 28 more lines</summary>" in html and "+row 39" in html
 
 
-SHOWN_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+SHOWN_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=60)
 
 
 class RevealCorpusTests:

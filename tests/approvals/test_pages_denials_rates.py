@@ -73,9 +73,9 @@ class DenialRateTests:
         assert column is not None, "the day's column links to that day's denials"
         day = client.get(html_lib.unescape(column.group(1))).content.decode()
         assert day.count('class="pill pill-deny"') == 4
-        person = client.get(
-            html_lib.unescape(re.search(r'<a href="([^"]+)"><span class="cause">person', page).group(1))
-        )
+        person_link = re.search(r'<a href="([^"]+)"><span class="cause">person', page)
+        assert person_link is not None
+        person = client.get(html_lib.unescape(person_link.group(1)))
         assert person.content.decode().count('class="pill pill-deny"') == 1
 
     def test_it_shows_time_to_answer_in_human_units(self, alice: Any, week: None) -> None:

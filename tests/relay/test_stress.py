@@ -30,7 +30,10 @@ ASKS = int(os.environ.get("GATEHOUSE_STRESS_ASKS", "200"))
 PER_SOCKET = 50
 DECIDERS = 5
 # One agent holds every ask and socket here, by design: lift its limits to the run's size.
-LIMITS = {"GATEHOUSE_MAX_PENDING_PER_AGENT": str(ASKS + 1), "GATEHOUSE_MAX_AGENT_SOCKETS": str(ASKS // PER_SOCKET + 1)}
+LIMITS: dict[str, Any] = {
+    "GATEHOUSE_MAX_PENDING_PER_AGENT": str(ASKS + 1),
+    "GATEHOUSE_MAX_AGENT_SOCKETS": str(ASKS // PER_SOCKET + 1),
+}
 
 
 @dataclass

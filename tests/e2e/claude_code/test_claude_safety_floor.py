@@ -104,7 +104,8 @@ class ClaudeSafetyFloorTests:
             result = run(fake, server, tmp_path, ci_bot.token, {})
         assert result.returncode == 0, result.stderr
         assert not (hooks / "pre-commit").exists(), fake.tool_result_text()
-        assert Decision.objects.order_by("id").last().reason_type == "timeout"
+        last = Decision.objects.order_by("id").last()
+        assert last is not None and last.reason_type == "timeout"
 
     def test_a_person_answers_claude_codes_own_prompt(
         self,
