@@ -22,6 +22,8 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.urls import reverse
+from django.utils.html import format_html
 
 from approvals import events, permissions, selectors, services, strict_json
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
@@ -576,11 +578,35 @@ class AgentConsumer(GatehouseConsumer):
 # --- dashboards ---------------------------------------------------------------------------
 
 
+# What one card may weigh in a snapshot: a 280 KB command made the snapshot frame too
+# large for clients with a 1 MiB frame limit, breaking it for the whole team.
+MAX_SNAPSHOT_CARD_BYTES = 64 * 1024
+
+
+def _card_within_limit(request: PermissionRequest, html: str) -> str:
+    """The card, or a short stand-in that sends the person to the request's own page."""
+    if len(html.encode()) <= MAX_SNAPSHOT_CARD_BYTES:
+        return html
+    return format_html(
+        '<article class="card card-pending" id="req-{id}" data-id="{id}" data-state="pending">'
+        '<p>This call is too large to show in the queue ({size} KB). <a href="{url}">Open it</a> '
+        "to read it in full and decide.</p></article>",
+        id=request.pk,
+        size=len(html.encode()) // 1024,
+        url=reverse("request-detail", args=[request.pk]),
+    )
+
+
 def _snapshot(user: Any) -> list[dict[str, str]]:
     # One query for the teams the user decides in, not one per card.
     approver_of = permissions.team_ids_for(user, role=Role.APPROVER)
     return [
-        {"id": str(r.pk), "html": render_card_as(r, can_decide=approver_of is None or r.team_id in approver_of)}
+        {
+            "id": str(r.pk),
+            "html": _card_within_limit(
+                r, render_card_as(r, can_decide=approver_of is None or r.team_id in approver_of)
+            ),
+        }
         for r in selectors.pending_requests(user)
     ]
 
