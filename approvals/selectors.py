@@ -47,7 +47,13 @@ def agent_by_token_hash(digest: str) -> Agent | None:
 
 
 def personal_token_by_hash(digest: str) -> PersonalToken | None:
-    return PersonalToken.objects.select_related("user").filter(token_hash=digest, revoked_at__isnull=True).first()
+    """A live personal token: not revoked, not expired."""
+    live = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+    return PersonalToken.objects.select_related("user").filter(live, token_hash=digest, revoked_at__isnull=True).first()
+
+
+def personal_tokens_of(user: Any) -> QuerySet[PersonalToken]:
+    return PersonalToken.objects.filter(user=user).order_by("-created_at")
 
 
 # --- requests ---------------------------------------------------------------------------

@@ -193,10 +193,25 @@ def personal_token_revoke(*, token: PersonalToken) -> None:
     PersonalToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
-def personal_token_create(*, user: User) -> str:
+TOKEN_LIFETIMES_DAYS = (0, 7, 30, 90, 365)  # 0: until revoked
+
+
+def personal_token_create(*, user: User, expires_in_days: int = 0) -> str:
+    """A new personal API token (shown once); it stops working after `expires_in_days` (0: never)."""
+    if expires_in_days not in TOKEN_LIFETIMES_DAYS:
+        raise ServiceError(f"a token lasts one of {TOKEN_LIFETIMES_DAYS} days (0: until revoked)")
     token = _new_token("ghp")
-    PersonalToken.objects.create(user=user, token_hash=token_hash(token), token_prefix=token[:8])
+    expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None
+    PersonalToken.objects.create(user=user, token_hash=token_hash(token), token_prefix=token[:8], expires_at=expires_at)
     return token
+
+
+def personal_token_revoke_own(*, user: User, token_id: int) -> bool:
+    """Revoke one of the person's own tokens; False when they have no such live token."""
+    return (
+        PersonalToken.objects.filter(pk=token_id, user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        == 1
+    )
 
 
 def person_credentials_changed(*, user: User) -> None:

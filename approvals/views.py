@@ -602,7 +602,17 @@ def profile(request: HttpRequest) -> HttpResponse:
     form = ChatIdentityForm()
     token = None
     if request.method == "POST" and request.POST.get("action") == "token":
-        token = services.personal_token_create(user=_person(request))
+        days = request.POST.get("expires_in_days", "0")
+        lifetime = int(days) if days.isdigit() and int(days) in services.TOKEN_LIFETIMES_DAYS else 0
+        token = services.personal_token_create(user=_person(request), expires_in_days=lifetime)
+    elif request.method == "POST" and request.POST.get("action") == "revoke-token":
+        token_id = request.POST.get("token_id", "")
+        revoked = token_id.isdigit() and services.personal_token_revoke_own(
+            user=_person(request), token_id=int(token_id)
+        )
+        if revoked:
+            messages.success(request, "Revoked: that token no longer works.")
+        return redirect("profile")
     elif request.method == "POST":
         form = ChatIdentityForm(request.POST)
         if form.is_valid():
@@ -619,6 +629,9 @@ def profile(request: HttpRequest) -> HttpResponse:
         "teams": selectors.teams_for(request.user),
         "memberships": request.user.memberships.select_related("team"),  # type: ignore[union-attr]
         "token": token,
+        "api_tokens": selectors.personal_tokens_of(request.user),
+        "token_lifetimes": [d for d in services.TOKEN_LIFETIMES_DAYS if d],
+        "now": timezone.now(),
     }
     response = _page(request, "approvals/profile.html", context, status=400 if form.errors else 200)
     if token:
