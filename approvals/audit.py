@@ -20,13 +20,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
+from django.contrib.auth.models import User
+from django.db import IntegrityError, connection
+from django.utils import timezone
 
-from approvals.models import AuditCut, Decision, PermissionRequest
+from approvals.audit_search import search_text
+from approvals.models import AuditCut, AuditSearch, Decision, PermissionRequest
+
+log = logging.getLogger(__name__)
 
 GENESIS_HASH = "0" * 64
 CURRENT_FORMAT = 2
@@ -192,3 +198,68 @@ def verify_row(decision: Decision) -> bool:
         return row_hash(decision, decision.prev_hash) == decision.hash
     except ValueError:  # an unknown format: nothing vouches for the row
         return False
+
+
+# --- appending -------------------------------------------------------------------------
+
+
+def append_decision(
+    request: PermissionRequest,
+    *,
+    behavior: str,
+    message: str,
+    reason: dict[str, Any],
+    decided_by: str,
+    surface: str,
+    updated_input: dict[str, Any] | None = None,
+    user: User | None = None,
+    latency_ms: float | None = None,
+) -> Decision:
+    """Write the audit row at the head of the hash chain. Call inside `transaction.atomic()`."""
+    now = timezone.now()
+    if latency_ms is None:
+        latency_ms = (now - request.created_at).total_seconds() * 1000
+    fields = {
+        "request": request,
+        "agent_id": request.agent_id,
+        "team_id": request.team_id,
+        "tool_name": request.tool_name,
+        "session_id": request.session_id,
+        "behavior": behavior,
+        "message": message,
+        "updated_input": updated_input,
+        "reason_type": str(reason.get("type", "other")),
+        "reason": reason,
+        "rule": str(reason.get("rule", ""))[:4096],
+        "rule_source": str(reason.get("source", ""))[:32] if reason.get("rule") else "",
+        "decided_by": decided_by[:150],
+        "decided_by_user": user,
+        "surface": surface,
+        "latency_ms": latency_ms,
+        "created_at": now,
+    }
+    # Writers never race for the head: on PostgreSQL they queue on an advisory lock held
+    # to commit, and SQLite's IMMEDIATE transactions hold its one write lock from BEGIN.
+    # So no savepoint and no retry: should a writer that bypassed the lock ever read the
+    # same head, the unique prev_hash refuses the second insert, its whole transaction
+    # rolls back and the caller denies (AuditUnavailable); the chain never forks.
+    decision = Decision(**fields)
+    # What the hash covers (the request too, its agent's name read here) is gathered
+    # before the chain's lock, which is then held only for the head read and the insert.
+    payload = chained_fields(decision)
+    lock_chain_head()
+    decision.prev_hash = chain_head()
+    decision.hash = payload_hash(decision.prev_hash, payload)
+    try:
+        decision.save(force_insert=True)
+    except IntegrityError as exc:
+        log.error("audit insert refused for request %s: %s", request.pk, exc)
+        raise
+    _index_for_search(decision, request)
+    return decision
+
+
+def _index_for_search(decision: Decision, request: PermissionRequest) -> None:
+    """The row's search text, in the audit row's transaction (see approvals.audit_search)."""
+    text = search_text(request.tool_name, request.tool_input, message=decision.message, rule=decision.rule)
+    AuditSearch.objects.create(decision=decision, text=text)

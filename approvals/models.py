@@ -371,7 +371,7 @@ class RulesVersion(models.Model):
     """A token that changes in the same commit as any change to a team's rules.
 
     Every server process caches its compiled rules per team and reads this one row per
-    call to know whether they are still current (`services.compiled_rules_for`). A
+    call to know whether they are still current (`rule_cache.compiled_rules_for`). A
     database trigger sets it on every insert, update and delete of a rule (migration
     0004), so no write path — services, the admin, a shell, a cascade — can forget it. It
     is random rather than a counter, so a rolled-back change never reuses a value.

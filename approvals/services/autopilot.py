@@ -1,0 +1,125 @@
+"""The autopilot: narrow allow rules learned from people's repeated approvals, with undo."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.db import DatabaseError
+from django.db.models import Q
+from django.utils import timezone
+
+import policy
+import policy.learning
+from approvals import learning
+from approvals.models import (
+    AutopilotSetting,
+    PermissionRequest,
+    Rule,
+    RuleSource,
+    Team,
+)
+from approvals.rule_cache import compiled_rules_for
+from approvals.services.outcomes import ServiceError
+from approvals.services.rules import rule_create
+
+log = logging.getLogger(__name__)
+
+
+AUTOPILOT_LIMITS = {"approvals": (2, 100), "trial_hours": (1, 24 * 30), "window_days": (1, 365)}
+
+
+def autopilot_configure(*, team: Team, enabled: bool, **limits: int | None) -> AutopilotSetting:
+    """Turn a team's autopilot on or off; `approvals`, `trial_hours`, `window_days` as given."""
+    setting, _ = AutopilotSetting.objects.get_or_create(team=team)
+    setting.enabled = enabled
+    for name, value in limits.items():
+        if name not in AUTOPILOT_LIMITS:
+            raise ServiceError(f"unknown autopilot setting {name!r}")
+        low, high = AUTOPILOT_LIMITS[name]
+        if value is not None and not low <= value <= high:
+            raise ServiceError(f"{name} must be between {low} and {high}, not {value}")
+        if value is not None:
+            setattr(setting, name, value)
+    setting.save()
+    return setting
+
+
+def autopilot_demote(request: PermissionRequest) -> dict[str, Any]:
+    """A person denied this call: delete every autopilot rule that would allow it.
+
+    Runs inside the deny's transaction, so no later call meets the rule once the deny
+    has committed. Returns what to add to the deny's audit reason.
+    """
+    rules = list(Rule.objects.filter(team_id=request.team_id, source=RuleSource.AUTOPILOT))
+    if not rules:
+        return {}
+    doc = learning.request_engine_input(request)
+    demoted = [r for r in rules if policy.learning.rule_decides(r.rule, "allow", doc)]
+    Rule.objects.filter(pk__in=[r.pk for r in demoted]).delete()
+    return {"demoted_autopilot": [r.rule for r in demoted]} if demoted else {}
+
+
+def autopilot_after_allow(request: PermissionRequest) -> None:
+    # The person's allow has committed and been announced: a failure here may cost the
+    # autopilot a promotion, never the decision, so it is logged and not raised.
+    try:
+        autopilot_consider(request=request)
+    except DatabaseError as exc:
+        log.error("autopilot could not consider request %s: %s", request.pk, exc)
+
+
+def autopilot_consider(*, request: PermissionRequest) -> Rule | None:
+    """After a person allowed this call, save its narrow pattern as an autopilot rule if earned.
+
+    - Only for a team that turned the autopilot on; the rule lives `trial_hours`.
+    - Earned: `approvals` allows of exactly this pattern from as many sessions, none
+      destructive, no denial in the window that the rule would allow.
+    - Never for a destructive call, and never when the rule would not decide the call
+      itself: a protected path, or a deny or ask rule (a policySettings one reserving the
+      call for a person) still wins over it, so such a pattern is never saved.
+    """
+    setting = AutopilotSetting.objects.filter(team_id=request.team_id, enabled=True).first()
+    rule = _autopilot_pattern(request)
+    if setting is None or rule is None:
+        return None
+    now = timezone.now()
+    live = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+    if Rule.objects.filter(live, team_id=request.team_id, source=RuleSource.AUTOPILOT, rule=rule).exists():
+        return None
+    calls = learning.answered_calls(request.team_id, now - timedelta(days=setting.window_days), now)
+    evidence = policy.learning.autopilot_ready(rule, calls, approvals=setting.approvals)
+    if evidence is None or not _autopilot_decides(request, rule):
+        return None
+    until = now + timedelta(hours=setting.trial_hours)
+    note = (
+        f"Autopilot: {evidence.calls} approvals in {evidence.sessions} sessions by {evidence.people} "
+        f"people, no denial; on trial until {until:%Y-%m-%d %H:%M} UTC."
+    )
+    return rule_create(
+        rule=rule, behavior="allow", source=RuleSource.AUTOPILOT, team=request.team, expires_at=until, note=note
+    )
+
+
+def _autopilot_pattern(request: PermissionRequest) -> str | None:
+    """The rule an "Always allow" grant of this call would save; None if it may not be saved."""
+    evaluation = request.evaluation or {}
+    answered = policy.learning.AnsweredCall(
+        doc={"tool_name": request.tool_name, "tool_input": request.tool_input},
+        answer="allow",
+        session_id=request.session_id,
+        person="",
+        suggested_rules=tuple(evaluation.get("suggested_rules") or ()),
+        destructive=bool(evaluation.get("destructive_warning")),
+    )
+    return policy.learning.allow_pattern(answered)
+
+
+def _autopilot_decides(request: PermissionRequest, rule: str) -> bool:
+    """Whether, with the team's rules plus `rule`, the call would be allowed by `rule` itself."""
+    doc = learning.request_engine_input(request)
+    compiled, _ = compiled_rules_for(request.agent, doc["session_id"], doc["cwd"])
+    candidate = policy.compile_rules([{"rule": rule, "behavior": "allow", "source": RuleSource.AUTOPILOT}])
+    verdict = policy.decide(doc, rules=compiled.merged(candidate))
+    return verdict.behavior == "allow" and verdict.reason.get("source") == RuleSource.AUTOPILOT

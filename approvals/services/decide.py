@@ -1,0 +1,319 @@
+"""Answer a pending request: claim it, fence it, audit it, then announce it.
+
+Every ending goes through here: a person's or a surface's answer (`request_decide`), the
+agent withdrawing (`request_cancel`) and the deadline (`request_expire`).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import DatabaseError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from approvals import events, selectors
+from approvals.audit import append_decision
+from approvals.extensions import Claim, ClaimStore, registry
+from approvals.models import (
+    PermissionRequest,
+    RequestState,
+    RuleScope,
+)
+from approvals.services.autopilot import autopilot_after_allow, autopilot_demote
+from approvals.services.outcomes import (
+    AUDIT_UNAVAILABLE,
+    REMEMBER_CHOICES,
+    AuditUnavailable,
+    DecideResult,
+    ServiceError,
+)
+from approvals.services.rules import rule_create
+
+log = logging.getLogger(__name__)
+
+
+def request_decide(
+    *,
+    request_id: uuid.UUID | str,
+    behavior: str,
+    surface: str,
+    user: User | None = None,
+    decided_by: str = "",
+    message: str = "",
+    updated_input: dict[str, Any] | None = None,
+    remember: str = "once",
+    remember_hours: float | None = None,
+    reason_type: str = "user",
+    reason_extra: dict[str, Any] | None = None,
+    loaded: PermissionRequest | None = None,
+) -> DecideResult:
+    """Answer a pending request: claim it, fence it, audit it, then announce it.
+
+    - The claim store (Redis) is the fast path; the conditional update of the row
+      (`state = 'pending'`, version bump) is the fence, so a claim-store fault can
+      never produce a second decision.
+    - `loaded`: the request as the caller already read it, which saves reading it
+      again; the fence decides all the same.
+    - Returns `won=False` with the winner's decision for every loser.
+    """
+    if behavior not in ("allow", "deny"):
+        raise ServiceError(f"behavior must be allow or deny, not {behavior!r}")
+    if remember not in REMEMBER_CHOICES:
+        raise ServiceError(f"remember must be one of {', '.join(REMEMBER_CHOICES)}, not {remember!r}")
+    decided_by = decided_by or (user.get_username() if user is not None else surface)
+    store = registry.claim_store
+    claim = store.claim(str(request_id), f"{decided_by} via {surface}") if store is not None else None
+    if store is not None and claim is None:
+        finished = _await_holder(store, request_id)
+        if finished is not None:
+            return finished
+        # The holder neither finished nor let go in time (it may have died): the
+        # database fence below still lets only one of us decide.
+    try:
+        result = _decide_fenced(
+            request_id,
+            loaded=loaded,
+            claim=claim,
+            behavior=behavior,
+            surface=surface,
+            user=user,
+            decided_by=decided_by,
+            message=message,
+            updated_input=updated_input,
+            remember=remember,
+            remember_hours=remember_hours,
+            reason={"type": reason_type, "decided_by": decided_by, "surface": surface, **(reason_extra or {})},
+        )
+    finally:
+        if claim is not None:
+            claim.release()
+    if result.won and reason_type == "user" and behavior == "allow":
+        autopilot_after_allow(result.request)
+    return result
+
+
+HOLDER_WAIT_SECONDS = 2.0
+
+
+def _await_holder(store: ClaimStore, request_id: uuid.UUID | str) -> DecideResult | None:
+    """The loser's answer once the claim holder's outcome is known; None if it never came.
+
+    A held claim says who is deciding, not who won: the holder's own fence can still
+    lose to a cancel or the deadline, which take no claim. So a loser waits (briefly:
+    a holder commits in milliseconds) and names the real winner from the audit row.
+    """
+    deadline = time.monotonic() + min(HOLDER_WAIT_SECONDS, settings.GATEHOUSE_CLAIM_TTL_MS / 1000)
+    released = False
+    while True:
+        request = PermissionRequest.objects.get(pk=request_id)
+        if request.state != RequestState.PENDING:
+            return DecideResult(False, request, selectors.decision_for(request))
+        if released or time.monotonic() >= deadline:
+            # Let go without deciding (its audit write failed), or never finished.
+            return None
+        released = _await_release(store, str(request_id), deadline)
+
+
+def _await_release(store: ClaimStore, request_id: str, deadline: float) -> bool:
+    """Whether the claim's holder let go before `deadline`.
+
+    A holder lets go as its decision commits, a few milliseconds after it claimed, so
+    the loser polls the claim store (far cheaper than the database) from 1 ms on and
+    reads the row once, rather than re-reading the row every 20 ms.
+    """
+    pause = 0.001
+    while time.monotonic() < deadline:
+        if store.holder(request_id) is None:
+            return True
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
+    return False
+
+
+def _decide_fenced(
+    request_id: uuid.UUID | str,
+    *,
+    loaded: PermissionRequest | None,
+    claim: Claim | None,
+    behavior: str,
+    surface: str,
+    user: User | None,
+    decided_by: str,
+    message: str,
+    updated_input: dict[str, Any] | None,
+    remember: str,
+    remember_hours: float | None,
+    reason: dict[str, Any],
+) -> DecideResult:
+    try:
+        if loaded is None:
+            loaded = PermissionRequest.objects.select_related("agent").get(pk=request_id)
+        with transaction.atomic():
+            request = _fence(loaded, RequestState.DECIDED, before_deadline=True)
+            if request is None:
+                return _lost_or_overdue(request_id)
+            if behavior == "allow" and remember != "once":
+                reason["saved_rule"] = _remember(request, remember, remember_hours, user)
+            if behavior == "deny" and not message:
+                message = f"Denied by {decided_by} via {surface}. Do not retry this call; try another approach."
+            if behavior == "deny" and reason["type"] == "user":
+                reason.update(autopilot_demote(request))
+            decision = append_decision(
+                request,
+                behavior=behavior,
+                message=message,
+                reason=reason,
+                decided_by=decided_by,
+                surface=surface,
+                updated_input=updated_input,
+                user=user,
+            )
+            events.announce_finished(request, decision)
+    except DatabaseError as exc:
+        log.error("audit write failed deciding %s: %s", request_id, exc)
+        raise AuditUnavailable(AUDIT_UNAVAILABLE) from exc
+    return DecideResult(True, request, decision)
+
+
+def _lost_or_overdue(request_id: uuid.UUID | str) -> DecideResult:
+    """A person's decision that lost: to an earlier outcome, or to the deadline it came after.
+
+    A decision after `deadline_at` never counts, even before the sweeper's next pass:
+    the request expires here (deny, reason `timeout`) and the late decider is told so.
+    """
+    current = PermissionRequest.objects.select_related("agent").get(pk=request_id)
+    if current.state == RequestState.PENDING:
+        expired = request_expire(request=current)
+        return DecideResult(False, expired.request, expired.decision)
+    return DecideResult(False, current, selectors.decision_for(current))
+
+
+def _fence(request: PermissionRequest, new_state: str, *, before_deadline: bool = False) -> PermissionRequest | None:
+    """Move a pending request to `new_state`; None if someone else got there first.
+
+    - `request` as read before: only the conditional update decides, and what it
+      changes (state, version, decided_at) is all that a pending request ever changes
+      of what the audit row records, so the row need not be read again.
+    - `before_deadline`: also None once `deadline_at` has passed (a person's decision).
+    """
+    if request.state != RequestState.PENDING:
+        return None
+    now = timezone.now()
+    pending = PermissionRequest.objects.filter(pk=request.pk, state=RequestState.PENDING)
+    if before_deadline:
+        pending = pending.filter(Q(deadline_at__isnull=True) | Q(deadline_at__gt=now))
+    updated = pending.update(state=new_state, version=F("version") + 1, decided_at=now)
+    if updated != 1:
+        return None
+    fenced = copy.copy(request)  # the caller's object keeps saying what it read
+    fenced.state = new_state
+    fenced.version += 1
+    fenced.decided_at = now
+    return fenced
+
+
+def _remember(request: PermissionRequest, remember: str, hours: float | None, user: User | None) -> str:
+    """Save the call's grant rule: never wider than the call (`policy.grants`)."""
+    text = selectors.grant_rule_for(request)
+    if text is None:
+        raise ServiceError(
+            "This call can only be allowed once: no rule says exactly this call. "
+            "An admin can write a wider rule on the rules page."
+        )
+    expires = timezone.now() + timedelta(hours=hours) if hours else None
+    scope = {"session": RuleScope.SESSION, "project": RuleScope.PROJECT, "always": RuleScope.GLOBAL}[remember]
+    rule_create(
+        rule=text,
+        behavior="allow",
+        source="session" if remember == "session" else "localSettings",
+        team=request.team,
+        scope=scope,
+        project_path=request.cwd if scope == RuleScope.PROJECT else "",
+        session_id=request.session_id if scope == RuleScope.SESSION else "",
+        expires_at=expires,
+        created_by=user,
+        note=f"Saved when approving request {request.pk}",
+    )
+    return text
+
+
+def request_cancel(*, request: PermissionRequest, reason: str = "withdrawn by the agent") -> DecideResult:
+    """The agent withdrew (answered locally, or its process ended): cancelled everywhere."""
+    return _finish_without_person(
+        request,
+        RequestState.CANCELLED,
+        reason={"type": "cancelled", "detail": reason},
+        message=f"Request cancelled: {reason}.",
+        decided_by=f"agent {request.agent.name}"[:150],
+        surface="local" if "local" in reason else "agent",
+    )
+
+
+def request_expire(*, request: PermissionRequest) -> DecideResult:
+    """Nobody answered before the deadline: deny with reason `timeout`."""
+    return _finish_without_person(
+        request,
+        RequestState.EXPIRED,
+        reason={"type": "timeout", "deadline_at": request.deadline_at.isoformat() if request.deadline_at else None},
+        message="Nobody approved this call before its deadline, so it was denied. Ask the user before retrying.",
+        decided_by="timeout",
+        surface="timer",
+    )
+
+
+def _finish_without_person(
+    request: PermissionRequest, state: str, *, reason: dict[str, Any], message: str, decided_by: str, surface: str
+) -> DecideResult:
+    try:
+        with transaction.atomic():
+            fenced = _fence(request, state)
+            if fenced is None:
+                current = PermissionRequest.objects.get(pk=request.pk)
+                return DecideResult(False, current, selectors.decision_for(current))
+            decision = append_decision(
+                fenced, behavior="deny", message=message, reason=reason, decided_by=decided_by, surface=surface
+            )
+            events.announce_finished(fenced, decision)
+    except DatabaseError as exc:
+        raise AuditUnavailable(AUDIT_UNAVAILABLE) from exc
+    return DecideResult(True, fenced, decision)
+
+
+def request_record_result(*, request: PermissionRequest, ok: bool, output: Any = None, error: str = "") -> bool:
+    """Record PostToolUse (ok) or PostToolUseFailure against the request; False if refused.
+
+    - Only a call that may have run takes a result: one allowed, or withdrawn because it
+      was answered locally. A denied, expired or pending request never shows as run.
+    """
+    result = {"ok": ok, "output": output} if ok else {"ok": False, "error": error}
+    may_have_run = Q(state=RequestState.CANCELLED) | Q(state=RequestState.DECIDED, decision__behavior="allow")
+    updated = PermissionRequest.objects.filter(may_have_run, pk=request.pk).update(
+        result=result, result_at=timezone.now()
+    )
+    return updated == 1
+
+
+def request_join_prompt(*, request: PermissionRequest, suggestions: list[Any]) -> bool:
+    """Make a pending request the answer to Claude Code's prompt for the same call.
+
+    - Stores the prompt's `permission_suggestions` and marks the request, so the hook's
+      re-poll after a person decides still finds its answer here.
+    - False when the request is no longer pending: the caller must not join it.
+    """
+    evaluation = {**request.evaluation, "permission_prompt": True}
+    changes: dict[str, Any] = {"evaluation": evaluation}
+    if suggestions:
+        changes["permission_suggestions"] = suggestions
+    joined = PermissionRequest.objects.filter(pk=request.pk, state=RequestState.PENDING).update(**changes) == 1
+    if joined:
+        request.evaluation = evaluation
+        request.permission_suggestions = changes.get("permission_suggestions", request.permission_suggestions)
+    return joined

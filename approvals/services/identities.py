@@ -1,0 +1,172 @@
+"""Agents, their tokens and pins; people's personal tokens, credentials and team roles."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import posixpath
+import secrets
+from datetime import timedelta
+
+from django.contrib.auth.models import User
+from django.db import DatabaseError
+from django.db.models import Q
+from django.utils import timezone
+
+from approvals import events
+from approvals.models import (
+    Agent,
+    Membership,
+    Mode,
+    PersonalToken,
+    Role,
+    Team,
+)
+from approvals.services.outcomes import ServiceError
+from policy.facts import is_normal_absolute
+
+log = logging.getLogger(__name__)
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _new_token(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_urlsafe(32)}"
+
+
+def default_team() -> Team:
+    team, _ = Team.objects.get_or_create(name="default")
+    return team
+
+
+def agent_create(
+    *,
+    name: str,
+    team: Team | None = None,
+    owner: User | None = None,
+    mode: str = "default",
+    roots: list[str] | None = None,
+    home: str = "",
+) -> tuple[Agent, str]:
+    """Register an agent; return it and its token (shown once, stored hashed)."""
+    if mode not in Mode.values:
+        raise ServiceError(f"unknown mode {mode!r}; use one of {', '.join(Mode.values)}")
+    pinned_roots, pinned_home = _pins(roots or [], home)
+    team = team or default_team()
+    if Agent.objects.filter(team=team, name=name).exists():
+        raise ServiceError(f"an agent named {name!r} already exists in team {team.name!r}")
+    token = _new_token("gha")
+    agent = Agent.objects.create(
+        name=name,
+        team=team,
+        owner=owner,
+        default_mode=mode,
+        token_hash=token_hash(token),
+        token_prefix=token[:8],
+        pinned_roots=pinned_roots,
+        pinned_home=pinned_home,
+    )
+    return agent, token
+
+
+def agent_pin(*, agent: Agent, roots: list[str], home: str) -> Agent:
+    """Pin (or, with empty values, unpin) an agent's project roots and home."""
+    agent.pinned_roots, agent.pinned_home = _pins(roots, home)
+    agent.save(update_fields=["pinned_roots", "pinned_home"])
+    return agent
+
+
+MAX_PINNED_ROOTS = 50
+
+
+def _pins(roots: list[str], home: str) -> tuple[list[str], str]:
+    """Normalised absolute paths, or a ServiceError naming the first bad one."""
+    if len(roots) > MAX_PINNED_ROOTS:
+        raise ServiceError(f"at most {MAX_PINNED_ROOTS} project roots")
+    return [_pinned_path(root) for root in roots if root], _pinned_path(home) if home else ""
+
+
+def _pinned_path(path: str) -> str:
+    normal = posixpath.normpath(path)
+    if "\x00" in path or not is_normal_absolute(normal):
+        raise ServiceError(f"{path[:80]!r} is not an absolute path")
+    return normal
+
+
+def agent_revoke(*, agent: Agent) -> None:
+    Agent.objects.filter(pk=agent.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def agent_touch(*, agent: Agent) -> None:
+    """Record that the agent was seen, at most once a minute (it is on every request)."""
+    now = timezone.now()
+    if agent.last_seen_at is None or now - agent.last_seen_at > timedelta(minutes=1):
+        # Conditional: of many concurrent calls of one agent past the minute, only the
+        # first rewrites the row; the others match nothing once it has committed.
+        stale = Q(last_seen_at__isnull=True) | Q(last_seen_at__lt=now - timedelta(minutes=1))
+        try:
+            Agent.objects.filter(stale, pk=agent.pk).update(last_seen_at=now)
+        except DatabaseError as exc:
+            # Best effort: with the database locked, authentication must still succeed so
+            # the call reaches the code that answers "audit unavailable", not a 500.
+            log.warning("could not record that agent %s was seen: %s", agent.pk, exc)
+            return
+        agent.last_seen_at = now
+
+
+def personal_token_touch(*, token: PersonalToken) -> None:
+    """Record when a personal token was last used, at most once a minute."""
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
+        PersonalToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+
+
+def personal_token_revoke(*, token: PersonalToken) -> None:
+    PersonalToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+TOKEN_LIFETIMES_DAYS = (0, 7, 30, 90, 365)  # 0: until revoked
+
+
+def personal_token_create(*, user: User, expires_in_days: int = 0) -> str:
+    """A new personal API token (shown once); it stops working after `expires_in_days` (0: never)."""
+    if expires_in_days not in TOKEN_LIFETIMES_DAYS:
+        raise ServiceError(f"a token lasts one of {TOKEN_LIFETIMES_DAYS} days (0: until revoked)")
+    token = _new_token("ghp")
+    expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None
+    PersonalToken.objects.create(user=user, token_hash=token_hash(token), token_prefix=token[:8], expires_at=expires_at)
+    return token
+
+
+def personal_token_revoke_own(*, user: User, token_id: int) -> bool:
+    """Revoke one of the person's own tokens; False when they have no such live token."""
+    return (
+        PersonalToken.objects.filter(pk=token_id, user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        == 1
+    )
+
+
+def person_credentials_changed(*, user: User) -> None:
+    """A person's password changed: every open dashboard socket of theirs closes.
+
+    Their sessions stop working at the next HTTP request (Django's session hash); the
+    sockets opened before must not outlive them, on any device.
+    """
+    events.end_user_sessions(user.pk)
+
+
+def person_deactivate(*, user: User) -> None:
+    """Deactivate a person: they cannot log in, and every open dashboard socket of theirs closes."""
+    User.objects.filter(pk=user.pk).update(is_active=False)
+    user.is_active = False
+    events.end_user_sessions(user.pk)
+
+
+def membership_set(*, user: User, team: Team, role: str) -> Membership:
+    if role not in Role.values:
+        raise ServiceError(f"unknown role {role!r}; use approver or viewer")
+    membership, _ = Membership.objects.update_or_create(user=user, team=team, defaults={"role": role})
+    return membership

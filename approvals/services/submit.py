@@ -1,0 +1,338 @@
+"""Submit a proposed tool call: run the engine on it, then record its decision or leave it pending.
+
+A decision reaches nobody before its audit row has committed: an allow or deny made here is
+written with its `Decision` row in one transaction and announced only from `on_commit`.
+When the audit row cannot be written the caller gets `AuditUnavailable` and must deny.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, connections, transaction
+from django.utils import timezone
+
+import policy
+import policy.learning
+from approvals import events, selectors, why
+from approvals.audit import append_decision, input_hash
+from approvals.engine_input import engine_input
+from approvals.extensions import PreDecisionWork, registry
+from approvals.models import (
+    Agent,
+    PermissionRequest,
+    RequestState,
+    RuleSource,
+    SessionDenials,
+)
+from approvals.rule_cache import compiled_rules_for
+from approvals.services.outcomes import AUDIT_UNAVAILABLE, AuditUnavailable, SubmitResult, ToolUseIdReused
+from policy.tools import canonical_rule_tool
+
+log = logging.getLogger(__name__)
+
+
+def _engine_input(agent: Agent, call: dict[str, Any], denial_state: dict[str, Any] | None) -> dict[str, Any]:
+    doc = engine_input(call, registered_mode=agent.default_mode, denial_state=denial_state)
+    if agent.pinned_home:
+        # A home a team admin pinned beats the one the agent claims.
+        doc["home"] = agent.pinned_home
+        if isinstance(doc.get("facts"), dict):
+            doc["facts"] = {**doc["facts"], "home": agent.pinned_home}
+    if agent.pinned_roots:
+        doc["pinned_roots"] = list(agent.pinned_roots)
+    doc.update(_run_pre_decision(doc, agent.team_id))
+    return doc
+
+
+def _stored_denial_state(agent: Agent, session_id: str) -> dict[str, Any] | None:
+    """The session's saved denial state; None when nothing is saved (or there is no session)."""
+    if not session_id:
+        return None
+    return SessionDenials.objects.filter(agent=agent, session_id=session_id).values_list("state", flat=True).first()
+
+
+def _run_pre_decision(doc: dict[str, Any], team_id: int) -> dict[str, Any]:
+    """SPEC §4 step 3: PreToolUse webhooks and the classifier run in parallel.
+
+    Each provider is called here, on the request's own thread, where it reads what it
+    needs from the database; what it hands back runs on worker threads, which must not
+    touch the database. So a request never holds two pooled connections (at 64 agents
+    that deadlocked the pool), and a call with nothing to ask starts no thread at all.
+    """
+    work: list[tuple[Any, PreDecisionWork]] = []
+    for provider in registry.pre_decision:
+        try:
+            job = provider(dict(doc), team_id=team_id)
+        except Exception:
+            # Like a Claude Code hook that crashes: no decision from it. The engine's
+            # deny and ask rules still apply, so nothing is allowed that would not be.
+            log.exception("pre-decision provider %r failed; deciding without it", provider)
+            continue
+        if job is not None:
+            work.append((provider, job))
+    if len(work) <= 1:
+        results = [_outcome(job) for _, job in work]
+    else:
+        with ThreadPoolExecutor(max_workers=len(work)) as pool:
+            results = list(pool.map(_outcome_on_worker, [job for _, job in work]))
+    merged: dict[str, Any] = {}
+    for (provider, _), (contribution, error) in zip(work, results, strict=True):
+        if error is not None:
+            log.error("pre-decision provider %r failed; deciding without it", provider, exc_info=error)
+            continue
+        hooks = contribution.pop("pre_tool_use_hooks", [])
+        merged.setdefault("pre_tool_use_hooks", list(doc["pre_tool_use_hooks"])).extend(hooks)
+        merged.update(contribution)
+    return merged
+
+
+def _outcome(job: PreDecisionWork) -> tuple[dict[str, Any], BaseException | None]:
+    try:
+        return dict(job()), None
+    except Exception as exc:
+        return {}, exc
+
+
+def _outcome_on_worker(job: PreDecisionWork) -> tuple[dict[str, Any], BaseException | None]:
+    try:
+        return _outcome(job)
+    finally:
+        # The worker thread dies with the pool: should a job have opened a connection
+        # after all, it must go back now (close_all only touches this thread's own).
+        connections.close_all()
+
+
+def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
+    """Evaluate one proposed tool call; record its decision or leave it pending.
+
+    - Replaying a `tool_use_id` returns the first request and its decision.
+    - Raises `AuditUnavailable` when the outcome cannot be recorded.
+    """
+    tool_use_id = call.get("tool_use_id") or f"gh_{uuid.uuid4().hex}"
+    existing = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id)
+    if existing is not None:
+        return SubmitResult(_same_call(existing, call), selectors.decision_for(existing), created=False)
+
+    started = time.perf_counter()
+    saved_denials = _stored_denial_state(agent, call.get("session_id", ""))
+    doc = _engine_input(agent, call, saved_denials)
+    compiled, timeouts = compiled_rules_for(agent, doc["session_id"], doc["cwd"])
+    verdict = policy.decide(doc, rules=compiled)
+    floor = call.get("safety_floor")
+    if isinstance(floor, dict) and verdict.behavior == "allow":
+        verdict = _for_a_person(verdict)
+    if verdict.behavior == "ask" and selectors.pending_count(agent) >= settings.GATEHOUSE_MAX_PENDING_PER_AGENT:
+        verdict = _over_pending_limit(verdict)
+    engine_ms = (time.perf_counter() - started) * 1000
+    request = PermissionRequest(
+        agent=agent,
+        team_id=agent.team_id,
+        tool_use_id=tool_use_id,
+        tool_name=verdict.tool_name or call["tool_name"],
+        tool_input=call.get("tool_input", {}),
+        input_hash=input_hash(call.get("tool_input", {})),
+        session_id=doc["session_id"],
+        cwd=doc["cwd"],
+        permission_mode=doc["mode"],
+        context=doc["context"],
+        transcript_path=call.get("transcript_path", ""),
+        permission_suggestions=call.get("permission_suggestions", []),
+        facts=doc.get("facts"),
+        evaluation=_evaluation(
+            verdict,
+            compiled,
+            floor if isinstance(floor, dict) else None,
+            bool(call.get("permission_prompt")),
+        ),
+    )
+    try:
+        return _store_submission(agent, request, verdict, engine_ms, timeouts, saved_denials)
+    except IntegrityError:
+        # A concurrent replay of the same tool_use_id won the insert.
+        existing = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id)
+        if existing is None:
+            raise AuditUnavailable(AUDIT_UNAVAILABLE) from None
+        return SubmitResult(_same_call(existing, call), selectors.decision_for(existing), created=False)
+    except DatabaseError as exc:
+        log.error("audit write failed for %s: %s", tool_use_id, exc)
+        raise AuditUnavailable(AUDIT_UNAVAILABLE) from exc
+
+
+# How long after its decision a replayed `tool_use_id` still gets the same answer (a
+# hook's re-poll, a retried POST); later it is a new call reusing an id: a 409.
+REPLAY_WINDOW = timedelta(minutes=10)
+
+
+def _same_call(existing: PermissionRequest, call: dict[str, Any]) -> PermissionRequest:
+    """The replayed request, if the replay really is the same call.
+
+    A replay returns the first call's decision, so it must match (agent, session,
+    `tool_use_id`, tool, input hash) and come within `REPLAY_WINDOW` of the decision: `ls`
+    allowed, then `rm -rf ~` — or another tool, or another session — under the same id
+    must not inherit its allow.
+    """
+    same_tool = canonical_rule_tool(str(call.get("tool_name", ""))) == canonical_rule_tool(existing.tool_name)
+    same = (
+        existing.input_hash == input_hash(call.get("tool_input", {}))
+        and same_tool
+        and existing.session_id == str(call.get("session_id") or "")
+    )
+    recent = existing.state == RequestState.PENDING or (
+        existing.decided_at is not None and timezone.now() - existing.decided_at < REPLAY_WINDOW
+    )
+    if not same or not recent:
+        raise ToolUseIdReused(
+            f"tool_use_id {existing.tool_use_id!r} was already used for a different call; "
+            "send this call with a new tool_use_id."
+        )
+    return existing
+
+
+SAFETY_FLOOR_DETAIL = (
+    "Claude Code asks a person for this call itself (its safety check: a critical path, a protected "
+    "directory, or its own ask rule) after Gatehouse allowed it; no earlier allow, rule, mode or "
+    "classifier answers that, only a person."
+)
+
+
+def _over_pending_limit(verdict: policy.Decision) -> policy.Decision:
+    """An ask beyond the agent's pending limit is denied (and audited), not queued.
+
+    One agent flooding asks would otherwise bury every team's queue and chat posts. The
+    count is read before the insert, so concurrent submits may pass the limit by a few.
+    """
+    limit = settings.GATEHOUSE_MAX_PENDING_PER_AGENT
+    message = (
+        f"This agent already has {limit} calls waiting for a person (GATEHOUSE_MAX_PENDING_PER_AGENT), so this "
+        "one was denied. Wait for those answers before asking for more."
+    )
+    step = {"step": "pendingLimit", "result": "deny", "limit": limit, "overrides": verdict.reason}
+    return dataclasses.replace(
+        verdict,
+        behavior="deny",
+        reason={"type": "other", "detail": "pendingLimit", "limit": limit},
+        message=message,
+        updated_input=None,
+        trace=[*verdict.trace, step],
+    )
+
+
+def _for_a_person(verdict: policy.Decision) -> policy.Decision:
+    """The engine's allow turned into an ask: Claude Code's safety floor is a person's to answer.
+
+    - Deny verdicts are kept: they are stricter than the floor.
+    """
+    step = {"step": "safetyFloor", "result": "ask", "overrides": verdict.reason}
+    return dataclasses.replace(
+        verdict,
+        behavior="ask",
+        reason={"type": "safetyCheck", "detail": SAFETY_FLOOR_DETAIL},
+        message=SAFETY_FLOOR_DETAIL,
+        updated_input=None,
+        trace=[*verdict.trace, step],
+    )
+
+
+def _evaluation(
+    verdict: policy.Decision,
+    compiled: policy.CompiledRules,
+    safety_floor: dict[str, Any] | None = None,
+    permission_prompt: bool = False,
+) -> dict[str, Any]:
+    """What the engine said, kept on the request (`permission_prompt`: opened by Claude Code's prompt)."""
+    data = verdict.to_dict()
+    extra: dict[str, Any] = {"safety_floor": safety_floor} if safety_floor is not None else {}
+    if verdict.behavior == "ask":
+        # The allow rule that came closest, so the card can say why none fit; asks are
+        # the rare path, and the rules are already compiled in memory.
+        pairs = ((rule.text, rule.behavior) for rule in compiled.rules)
+        extra["nearest_rule"] = why.nearest_allow_rule(data["tool_name"], data["tool_input"], pairs)
+    if permission_prompt or safety_floor is not None:
+        extra["permission_prompt"] = True
+    return {
+        **extra,
+        "behavior": data["behavior"],
+        "reason": data["reason"],
+        "message": data["message"],
+        "warnings": data["warnings"],
+        "trace": data["trace"],
+        "suggested_rules": data["suggested_rules"],
+        "destructive_warning": data["destructive_warning"],
+        "updated_input": data["updated_input"],
+        "reserved": data["reserved"],
+    }
+
+
+def _store_submission(
+    agent: Agent,
+    request: PermissionRequest,
+    verdict: policy.Decision,
+    engine_ms: float,
+    timeouts: dict[str, int],
+    saved_denials: dict[str, Any] | None,
+) -> SubmitResult:
+    now = timezone.now()
+    with transaction.atomic():
+        if request.session_id and verdict.denial_state != (saved_denials or {}):
+            _save_denial_state(agent, request.session_id, verdict.denial_state)
+        if verdict.behavior == "ask":
+            request.deadline_at = now + timedelta(seconds=_ask_timeout(verdict, timeouts))
+            request.save(force_insert=True)
+            events.announce_created(request)
+            return SubmitResult(request, None, created=True)
+        request.state = RequestState.DECIDED
+        request.decided_at = now
+        request.version = 1
+        request.save(force_insert=True)
+        decision = append_decision(
+            request,
+            behavior=verdict.behavior,
+            message=verdict.message,
+            updated_input=verdict.updated_input,
+            reason=verdict.reason,
+            decided_by=_engine_decider(verdict.reason),
+            surface="engine",
+            latency_ms=engine_ms,
+        )
+        events.announce_finished(request, decision, at_submit=True)
+    return SubmitResult(request, decision, created=True)
+
+
+def _ask_timeout(verdict: policy.Decision, timeouts: dict[str, int]) -> int:
+    reason = verdict.reason
+    key = f"{reason.get('source', '')}:{reason.get('rule', '')}"
+    return int(timeouts.get(key) or settings.GATEHOUSE_ASK_TIMEOUT)
+
+
+def _save_denial_state(agent: Agent, session_id: str, state: dict[str, Any]) -> None:
+    # One upsert (INSERT ... ON CONFLICT DO UPDATE), no savepoint: the first two calls of
+    # a session may both insert, and neither may fail the other's audit write.
+    SessionDenials.objects.bulk_create(
+        [SessionDenials(agent=agent, session_id=session_id, state=state)],
+        update_conflicts=True,
+        unique_fields=["agent", "session_id"],
+        update_fields=["state", "updated_at"],
+    )
+
+
+def _engine_decider(reason: dict[str, Any]) -> str:
+    # "rule Bash(git status)", "mode dontAsk", "other unknownTool": what, not just which kind;
+    # "autopilot Bash(npm run test:*)" for an approval the autopilot made.
+    kind = "autopilot" if reason.get("source") == RuleSource.AUTOPILOT else reason.get("type", "other")
+    name = (
+        reason.get("rule")
+        or reason.get("hook")
+        or reason.get("classifier")
+        or reason.get("mode")
+        or reason.get("detail")
+        or ""
+    )
+    return f"{kind} {name}".strip()[:150]
