@@ -20,6 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agent.facts import gather
 from policy import compile_rules, decide
 
 RULE_COUNTS = (10, 200, 2000)
@@ -57,6 +58,10 @@ CALLS: dict[str, dict[str, Any]] = {
         "tool_input": {"file_path": f"{CWD}/src/app.py", "old_string": "", "new_string": "x"},
     },
 }
+# Each call carries the facts its agent reports (gathered once, outside the timing), as a
+# hook's call does: without them a path-dependent allow is an ask.
+for _doc in CALLS.values():
+    _doc["facts"] = gather(_doc["tool_name"], _doc["tool_input"], CWD, [], _doc["home"])
 
 
 def measure(function: Callable[[], Any], iterations: int) -> dict[str, float]:

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent.facts import gather
 from policy import decide
 
 CWD = "/srv/project"
@@ -104,6 +105,8 @@ def bash(command: str, mode: str = "default", rule_set: list[dict[str, Any]] | N
         "mode": mode,
         "rules": WRITER_RULES if rule_set is None else rule_set,
         "classifier_verdict": {"name": "permissive", "behavior": "allow"},
+        # What the hook reports from the agent's machine: without it, path-dependent allows ask.
+        "facts": gather("Bash", {"command": command}, CWD, [], HOME),
     }
     return decide(doc).behavior
 

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent.facts import gather
 from policy import decide
 from policy.shell.wrappers import WRAPPERS
 
@@ -117,6 +118,8 @@ def bash(command: str, rules: list[dict[str, Any]]) -> str:
         "cwd": CWD,
         "home": HOME,
         "rules": rules,
+        # What the hook reports from the agent's machine: without it, path-dependent allows ask.
+        "facts": gather("Bash", {"command": command}, CWD, [], HOME),
     }
     return decide(doc).behavior
 

@@ -16,8 +16,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 class TelegramBotTests:
     def test_it_releases_the_agent_when_an_approver_presses_in_telegram(self, fake_tg, ci_bot):
         with live_server(**telegram_env(fake_tg)) as srv, telegram_bot(fake_tg):
-            agent = AgentCall(srv.url, ci_bot.token, "kubectl delete pod web-1")
-            card = fake_tg.wait_for(lambda: fake_tg.card_for("kubectl delete pod web-1"))
+            agent = AgentCall(srv.url, ci_bot.token, "npm run lint -- --fix")
+            card = fake_tg.wait_for(lambda: fake_tg.card_for("npm run lint -- --fix"))
             update_id = fake_tg.press(card, "Allow for session", user_id=ALICE_TG, username="alice_tg")
             answer = agent.result()
             assert answer.status_code == 200
