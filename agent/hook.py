@@ -444,7 +444,10 @@ class Gatehouse:
         delay = 0.1
         while True:
             try:
-                answer = self._post("/hooks/claude-code?" + query, body, timeout=wait + 10)
+                # A server that accepts and never answers must not keep us past our own
+                # deadline: Claude Code would kill the hook and carry on without a decision.
+                read_timeout = max(min(wait + 10, self.remaining()), 0.1)
+                answer = self._post("/hooks/claude-code?" + query, body, timeout=read_timeout)
                 if answer.status not in TRANSIENT_STATUS:
                     return answer
                 problem = f"Gatehouse answered {answer.status}"
