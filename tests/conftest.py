@@ -233,7 +233,15 @@ SCRIPT_SMOKE_SUITES = (
 )
 
 
+# Marks of the suites that take longest (live servers killed and restarted, Chromium, the
+# Claude Code CLI): in a parallel run they start first, so the workers finish together
+# instead of one of them working alone through a long tail.
+LONG_MARKS = ("slow", "browser", "claude_cli")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    long_files = {item.path for item in items if any(item.get_closest_marker(mark) for mark in LONG_MARKS)}
+    items.sort(key=lambda item: item.path not in long_files)  # stable: each file keeps its order
     for item in items:
         if item.nodeid.startswith(DB_ENGINE_SUITES):
             item.add_marker(pytest.mark.db_engine)
