@@ -19,6 +19,7 @@ import os
 import shlex
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,28 +37,71 @@ def hook_command(bundle: Path, server: str, timeout: int, token_file: str) -> st
     return command
 
 
-def _ours(hook: Any) -> bool:
+def is_ours(hook: Any) -> bool:
     command = hook.get("command", "") if isinstance(hook, dict) else ""
     return isinstance(command, str) and any(marker in command for marker in MARKERS)
 
 
-def with_hooks(doc: dict[str, Any], command: str, timeout: int) -> dict[str, Any]:
-    """``doc`` with any earlier Gatehouse hook replaced by this one, on every event."""
+class SettingsError(ValueError):
+    """The settings file cannot be edited safely; the message says why. Nothing was changed."""
+
+
+def without_ours(doc: dict[str, Any]) -> dict[str, Any]:
+    """The settings with every Gatehouse hook entry removed and nothing else touched."""
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict):
+        return doc
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                remaining = [h for h in group["hooks"] if not is_ours(h)]
+                if not remaining:
+                    continue
+                group = {**group, "hooks": remaining}
+            kept.append(group)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not hooks:
+        del doc["hooks"]
+    return doc
+
+
+def with_ours(doc: dict[str, Any], events: Iterable[str], command: str, timeout: int) -> dict[str, Any]:
+    """``doc`` with any earlier Gatehouse hook replaced by this one on each event.
+
+    - ``timeout`` is Claude Code's for the entry: keep it above the hook's own.
+    """
+    doc = without_ours(doc)
     hooks = doc.setdefault("hooks", {})
     if not isinstance(hooks, dict):
-        raise SystemExit("the settings file's 'hooks' is not an object; fix it by hand first")
-    for event in EVENTS:
-        kept = []
-        for group in hooks.get(event) or []:
-            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-                group = {**group, "hooks": [h for h in group["hooks"] if not _ours(h)]}
-                if not group["hooks"]:
-                    continue
-            kept.append(group)
-        entry: dict[str, Any] = {"type": "command", "command": command, "timeout": timeout + TIMEOUT_MARGIN}
+        raise SettingsError("the settings file's 'hooks' is not an object; fix it by hand first")
+    for event in events:
+        entry: dict[str, Any] = {"type": "command", "command": command, "timeout": timeout}
         if event in DECIDING_EVENTS:
-            entry["onFailure"] = "block"  # a crashed hook blocks the call, never lets it run
-        hooks[event] = [*kept, {"matcher": "*", "hooks": [entry]}]
+            # A hook that crashes or times out blocks the call instead of letting Claude
+            # Code run it alone. Exactly "block": Claude Code 2.1.332 drops the whole
+            # settings file over a misspelt value.
+            entry["onFailure"] = "block"
+        hooks.setdefault(event, []).append({"matcher": "*", "hooks": [entry]})
+    return doc
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    """The settings file as a JSON object ({} when absent or empty); SettingsError otherwise."""
+    if not path.exists() or not path.read_text().strip():
+        return {}
+    try:
+        doc = json.loads(path.read_text())
+    except ValueError as exc:
+        raise SettingsError(f"{path} is not valid JSON ({exc}); nothing was changed") from None
+    if not isinstance(doc, dict):
+        raise SettingsError(f"{path} is not a JSON object; nothing was changed")
     return doc
 
 
@@ -69,6 +113,8 @@ def write_settings(path: Path, doc: dict[str, Any]) -> None:
         with os.fdopen(fd, "w") as handle:
             json.dump(doc, handle, indent=2)
             handle.write("\n")
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -83,17 +129,13 @@ def install(argv: list[str]) -> int:
     parser.add_argument("--token-file", default="", help="file holding the agent token (else GATEHOUSE_TOKEN)")
     args = parser.parse_args(argv)
     path = Path(os.path.expanduser(args.settings))
-    try:
-        doc = json.loads(path.read_text()) if path.exists() and path.read_text().strip() else {}
-    except ValueError as exc:
-        print(f"{path} is not valid JSON ({exc}); nothing was changed", file=sys.stderr)
-        return 1
-    if not isinstance(doc, dict):
-        print(f"{path} is not a JSON object; nothing was changed", file=sys.stderr)
-        return 1
     bundle = Path(sys.argv[0])
     command = hook_command(bundle, args.server, args.timeout, args.token_file)
-    write_settings(path, with_hooks(doc, command, args.timeout))
+    try:
+        write_settings(path, with_ours(read_settings(path), EVENTS, command, args.timeout + TIMEOUT_MARGIN))
+    except SettingsError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     print(f"Gatehouse hooks written to {path}: {command}")
     return 0
 

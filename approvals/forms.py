@@ -10,6 +10,7 @@ from django import forms
 from approvals import strict_json
 from approvals.models import Agent, Mode, RuleBehavior, RuleScope, RuleSource, Team
 from approvals.services import CHAT_PROVIDERS
+from policy.decision import REASON_TYPES
 
 # The order people read sources in: settings-class sources weakest to strongest, then
 # the runtime ones (Claude Code's own precedence for settings files).
@@ -65,26 +66,7 @@ class AuditFilterForm(forms.Form):
     session = forms.CharField(required=False, max_length=200)
     tool = forms.CharField(required=False, max_length=200)
     behavior = forms.ChoiceField(required=False, choices=[("", "any"), ("allow", "allow"), ("deny", "deny")])
-    reason_type = forms.ChoiceField(
-        required=False,
-        choices=[("", "any")]
-        + [
-            (t, t)
-            for t in (
-                "rule",
-                "hook",
-                "classifier",
-                "mode",
-                "safetyCheck",
-                "workingDirectory",
-                "user",
-                "timeout",
-                "headless",
-                "cancelled",
-                "other",
-            )
-        ],
-    )
+    reason_type = forms.ChoiceField(required=False, choices=[("", "any")] + [(t, t) for t in sorted(REASON_TYPES)])
     rule = forms.CharField(required=False, max_length=4096)
     decided_by = forms.CharField(required=False, max_length=150)
     surface = forms.CharField(required=False, max_length=32)

@@ -62,12 +62,12 @@ class HookBundleTests:
         assert str(elsewhere) in stored.facts["paths"]
 
     def test_it_replaces_an_earlier_gatehouse_hook_and_keeps_others(self, tmp_path: Path) -> None:
-        from agent.install import with_hooks
+        from agent.install import EVENTS, with_ours
 
         theirs = {"type": "command", "command": "lint.sh"}
         old = {"type": "command", "command": "python3 /srv/gatehouse/agent/hook.py --server x"}
         doc = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [theirs]}, {"matcher": "*", "hooks": [old]}]}}
-        result = with_hooks(doc, "python3 /home/a/gatehouse-hook.pyz --server y", 300)
+        result = with_ours(doc, EVENTS, "python3 /home/a/gatehouse-hook.pyz --server y", 330)
         commands = [h["command"] for g in result["hooks"]["PreToolUse"] for h in g["hooks"]]
         assert commands == ["lint.sh", "python3 /home/a/gatehouse-hook.pyz --server y"]
         assert result["hooks"]["PreToolUse"][-1]["hooks"][0]["onFailure"] == "block"

@@ -15,7 +15,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Q
 from django.utils import timezone
 
-from approvals.management.commands.install_claude_hooks import read_settings, write_settings
+from agent.install import write_settings
+from approvals.management.commands.install_claude_hooks import read_settings
 from approvals.models import Rule, RuleScope, RuleSource, Team
 from policy.settings import export_settings
 

@@ -8,29 +8,16 @@ replaces our entries instead of adding more; `--uninstall` removes only ours.
 
 from __future__ import annotations
 
-import json
-import os
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure")
-DECIDING_EVENTS = ("PreToolUse", "PermissionRequest")
-# How an entry is recognised as ours: the hook command, or the curl endpoint.
-OUR_MARKERS = ("agent/hook.py", "agent.hook", "/hooks/claude-code")
-# Claude Code counts a hook that outlives its timeout as no decision, so its timeout
-# must leave the hook command time to apply --on-timeout and print.
-TIMEOUT_MARGIN = 30
-
-
-def is_ours(hook: Any) -> bool:
-    command = hook.get("command", "") if isinstance(hook, dict) else ""
-    return isinstance(command, str) and any(marker in command for marker in OUR_MARKERS)
+from agent import install
+from agent.install import EVENTS, TIMEOUT_MARGIN, with_ours, without_ours, write_settings
 
 
 def hook_command(options: dict[str, Any]) -> str:
@@ -55,74 +42,11 @@ def hook_command(options: dict[str, Any]) -> str:
     return command
 
 
-def without_ours(doc: dict[str, Any]) -> dict[str, Any]:
-    """The settings with every Gatehouse hook entry removed and nothing else touched."""
-    hooks = doc.get("hooks")
-    if not isinstance(hooks, dict):
-        return doc
-    for event in list(hooks):
-        groups = hooks[event]
-        if not isinstance(groups, list):
-            continue
-        kept = []
-        for group in groups:
-            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-                remaining = [h for h in group["hooks"] if not is_ours(h)]
-                if not remaining:
-                    continue
-                group = {**group, "hooks": remaining}
-            kept.append(group)
-        if kept:
-            hooks[event] = kept
-        else:
-            del hooks[event]
-    if not hooks:
-        del doc["hooks"]
-    return doc
-
-
-def with_ours(doc: dict[str, Any], events: list[str], command: str, timeout: int) -> dict[str, Any]:
-    doc = without_ours(doc)
-    hooks = doc.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise CommandError("the settings file's 'hooks' is not an object; fix it by hand first")
-    for event in events:
-        entry: dict[str, Any] = {"type": "command", "command": command, "timeout": timeout}
-        if event in DECIDING_EVENTS:
-            # A hook that crashes or times out blocks the call instead of letting Claude
-            # Code run it alone. Exactly "block": Claude Code 2.1.332 drops the whole
-            # settings file over a misspelt value.
-            entry["onFailure"] = "block"
-        hooks.setdefault(event, []).append({"matcher": "*", "hooks": [entry]})
-    return doc
-
-
 def read_settings(path: Path) -> dict[str, Any]:
-    if not path.exists() or not path.read_text().strip():
-        return {}
     try:
-        doc = json.loads(path.read_text())
-    except ValueError as exc:
-        raise CommandError(f"{path} is not valid JSON ({exc}); nothing was changed") from None
-    if not isinstance(doc, dict):
-        raise CommandError(f"{path} is not a JSON object; nothing was changed")
-    return doc
-
-
-def write_settings(path: Path, doc: dict[str, Any]) -> None:
-    """Replace the file atomically, so Claude Code never reads half a settings file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(doc, handle, indent=2)
-            handle.write("\n")
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        return install.read_settings(path)
+    except install.SettingsError as exc:
+        raise CommandError(str(exc)) from None
 
 
 class Command(BaseCommand):
@@ -164,7 +88,10 @@ class Command(BaseCommand):
         if options["timeout"] < 1:
             raise CommandError("--timeout must be at least 1 second")
         command = hook_command(options)
-        doc = with_ours(doc, options["events"], command, options["timeout"] + TIMEOUT_MARGIN)
+        try:
+            doc = with_ours(doc, options["events"], command, options["timeout"] + TIMEOUT_MARGIN)
+        except install.SettingsError as exc:
+            raise CommandError(str(exc)) from None
         write_settings(path, doc)
         self.stdout.write(f"Installed Gatehouse's hooks for {', '.join(options['events'])} in {path}.")
         self.stdout.write("Set GATEHOUSE_TOKEN (or GATEHOUSE_TOKEN_FILE) for Claude Code to the agent's token.")
