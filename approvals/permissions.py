@@ -56,6 +56,12 @@ def can_see(user: User | AnonymousUser, team_id: int) -> bool:
     return role_in(user, team_id) is not None
 
 
+def can_manage_team(user: User | AnonymousUser, team_id: int) -> bool:
+    """Whether a person may write the team's rules and register or revoke its agents."""
+    teams = team_ids_for(user, role=Role.APPROVER)
+    return teams is None or team_id in teams
+
+
 def is_approver_anywhere(user: User | AnonymousUser) -> bool:
     teams = team_ids_for(user, role=Role.APPROVER)
     return teams is None or bool(teams)

@@ -429,7 +429,7 @@ def _rules_page(
 
 
 def _rule_editable(request: HttpRequest, rule: Rule) -> bool:
-    return rule.source != RuleSource.POLICY_SETTINGS and selectors.can_manage_team(request.user, rule.team_id)
+    return rule.source != RuleSource.POLICY_SETTINGS and permissions.can_manage_team(request.user, rule.team_id)
 
 
 def _managed_rule(request: HttpRequest, rule_id: int) -> Rule:
@@ -545,7 +545,7 @@ def agents(request: HttpRequest) -> HttpResponse:
                 created = {"agent": agent, "token": token}
                 form = AgentForm(teams=teams)
     rows = [
-        {"agent": a, "can_manage": a.revoked_at is None and selectors.can_manage_team(request.user, a.team_id)}
+        {"agent": a, "can_manage": a.revoked_at is None and permissions.can_manage_team(request.user, a.team_id)}
         for a in selectors.agents_visible_to(request.user)
     ]
     context = {
@@ -567,7 +567,7 @@ def agent_revoke(request: HttpRequest, agent_id: int) -> HttpResponse:
     agent = selectors.agents_visible_to(request.user).filter(pk=agent_id).first()
     if agent is None:
         raise Http404("No such agent.")
-    if not selectors.can_manage_team(request.user, agent.team_id):
+    if not permissions.can_manage_team(request.user, agent.team_id):
         return HttpResponseForbidden("Only approvers of this agent's team can revoke it.")
     services.agent_revoke(agent=agent)
     messages.success(request, f"Revoked {agent.name}: its token no longer works.")
@@ -581,7 +581,7 @@ def agent_pin(request: HttpRequest, agent_id: int) -> HttpResponse:
     agent = selectors.agents_visible_to(request.user).filter(pk=agent_id).first()
     if agent is None:
         raise Http404("No such agent.")
-    if not selectors.can_manage_team(request.user, agent.team_id):
+    if not permissions.can_manage_team(request.user, agent.team_id):
         return HttpResponseForbidden("Only managers of this agent's team can pin its roots and home.")
     roots = [line.strip() for line in request.POST.get("roots", "").splitlines() if line.strip()]
     try:

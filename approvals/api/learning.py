@@ -12,7 +12,7 @@ from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from approvals import learning, selectors, services
+from approvals import learning, permissions, selectors, services
 from approvals.api.common import ApiView, IsPerson, QuerySerializer, StrictSerializer
 from approvals.api.rules import ERRORS, RuleInputSerializer, RuleOutputSerializer, agent_named, team_for_read
 from approvals.models import PERSON_SOURCES, Rule, RuleBehavior, RuleScope, Team
@@ -170,7 +170,7 @@ def _cursor(until: datetime, offset: int) -> str:
 def team_for_approver(request: Request, name: str | None) -> Team:
     """A team whose suggestions and autopilot the caller may see: approvers only."""
     team = team_for_read(request, name)
-    if not selectors.is_approver_of(request.user, team.pk):
+    if not permissions.can_manage_team(request.user, team.pk):
         raise exceptions.PermissionDenied(f"Only approvers of team {team.name!r} see its suggestions and autopilot.")
     return team
 

@@ -123,7 +123,7 @@ def visible_rule(request: Request, rule_id: int) -> Rule:
 
 def writable_rule(request: Request, rule_id: int) -> Rule:
     rule = visible_rule(request, rule_id)
-    if not selectors.is_approver_of(request.user, rule.team_id):
+    if not permissions.can_manage_team(request.user, rule.team_id):
         raise exceptions.PermissionDenied(f"Only approvers of team {rule.team.name!r} can change its rules.")
     guard_policy_settings(request.user, rule.source)
     return rule

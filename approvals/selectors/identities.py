@@ -1,0 +1,61 @@
+"""Reads of agents, tokens, teams and people."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from approvals import permissions
+from approvals.models import (
+    Agent,
+    ChatIdentity,
+    PersonalToken,
+    Role,
+    Team,
+)
+
+
+def agent_by_token_hash(digest: str) -> Agent | None:
+    return Agent.objects.select_related("team").filter(token_hash=digest, revoked_at__isnull=True).first()
+
+
+def personal_token_by_hash(digest: str) -> PersonalToken | None:
+    """A live personal token: not revoked, not expired."""
+    live = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+    return PersonalToken.objects.select_related("user").filter(live, token_hash=digest, revoked_at__isnull=True).first()
+
+
+def personal_tokens_of(user: Any) -> QuerySet[PersonalToken]:
+    return PersonalToken.objects.filter(user=user).order_by("-created_at")
+
+
+def agent_in_team(*, team_id: int, name: str) -> Agent | None:
+    return Agent.objects.filter(team_id=team_id, name=name).first()
+
+
+def team_by_name(name: str) -> Team | None:
+    return Team.objects.filter(name=name).first()
+
+
+def teams_for(user: User | AnonymousUser) -> QuerySet[Team]:
+    teams = permissions.team_ids_for(user)
+    return Team.objects.all() if teams is None else Team.objects.filter(pk__in=teams)
+
+
+def agents_visible_to(user: User | AnonymousUser) -> QuerySet[Agent]:
+    teams = permissions.team_ids_for(user)
+    agents = Agent.objects.select_related("team", "owner").order_by("revoked_at", "name")
+    return agents if teams is None else agents.filter(team_id__in=teams)
+
+
+def teams_deciding(user: User | AnonymousUser) -> QuerySet[Team]:
+    """The teams in which a person may decide, write rules and register agents."""
+    teams = permissions.team_ids_for(user, role=Role.APPROVER)
+    return Team.objects.all() if teams is None else Team.objects.filter(pk__in=teams)
+
+
+def chat_identities_for(user: Any) -> QuerySet[ChatIdentity]:
+    return ChatIdentity.objects.filter(user=user).order_by("provider", "external_id")

@@ -1,0 +1,129 @@
+"""Reads of permission requests and their decisions."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from approvals import permissions
+from approvals.models import (
+    Agent,
+    Decision,
+    PermissionRequest,
+    RequestState,
+)
+from policy import grants
+
+
+def request_by_tool_use_id(*, agent: Agent, tool_use_id: str) -> PermissionRequest | None:
+    return PermissionRequest.objects.filter(agent=agent, tool_use_id=tool_use_id).first()
+
+
+def request_get(request_id: Any) -> PermissionRequest | None:
+    """The request with this id, or None; a malformed id is simply not found.
+
+    - A database error is not caught here: it reaches the 503 handler.
+    """
+    try:
+        pk = request_id if isinstance(request_id, uuid.UUID) else uuid.UUID(str(request_id))
+    except ValueError:
+        return None
+    return PermissionRequest.objects.select_related("agent", "team").filter(pk=pk).first()
+
+
+def request_matching(*, agent: Agent, session_id: str, tool_name: str, input_hash: str) -> PermissionRequest | None:
+    """The newest request of the same session, tool and input (PermissionRequest matching)."""
+    return (
+        PermissionRequest.objects.filter(agent=agent, session_id=session_id, tool_name=tool_name, input_hash=input_hash)
+        .order_by("-created_at")
+        .first()
+    )
+
+
+def session_gated_before_use(*, agent: Agent, session_id: str) -> bool:
+    """Whether this session's calls reach Gatehouse before they run (a PreToolUse request).
+
+    - Requests opened by a PermissionRequest hook carry a generated `gh_` id, never
+      Claude Code's own `tool_use_id`, so they do not count.
+    """
+    if not session_id:
+        return False
+    requests = PermissionRequest.objects.filter(agent=agent, session_id=session_id)
+    return requests.exclude(tool_use_id__startswith="gh_").exists()
+
+
+def grant_rule_for(request: PermissionRequest) -> str | None:
+    """The rule "Allow for session" / "Always allow" saves for this request; None: once only.
+
+    - Never wider than the call (`policy.grants`); every surface shows it before the tap.
+    """
+    evaluation = request.evaluation or {}
+    suggestions = [str(rule) for rule in evaluation.get("suggested_rules") or []]
+    tool_input = request.tool_input if isinstance(request.tool_input, dict) else {}
+    destructive = bool(evaluation.get("destructive_warning"))
+    return grants.grant_rule(request.tool_name, tool_input, suggestions, destructive=destructive)
+
+
+def decision_for(request: PermissionRequest) -> Decision | None:
+    return Decision.objects.filter(request_id=request.pk).first()
+
+
+def joined_decision(request: PermissionRequest) -> Decision | None:
+    """The decision read with the request (`select_related("decision")`); None while pending."""
+    try:
+        return request.decision
+    except Decision.DoesNotExist:
+        return None
+
+
+def requests_visible_to(user: User | AnonymousUser) -> QuerySet[PermissionRequest]:
+    teams = permissions.team_ids_for(user)
+    queryset = PermissionRequest.objects.select_related("agent", "team", "decision")
+    return queryset if teams is None else queryset.filter(team_id__in=teams)
+
+
+def pending_requests(user: User | AnonymousUser) -> QuerySet[PermissionRequest]:
+    return requests_visible_to(user).filter(state=RequestState.PENDING).order_by("created_at")
+
+
+def requests_filtered(
+    user: User | AnonymousUser,
+    *,
+    state: str | None = None,
+    agent: str | None = None,
+    session: str | None = None,
+) -> QuerySet[PermissionRequest]:
+    """The API's request list: visible to `user`, filtered, newest first."""
+    rows = requests_visible_to(user)
+    if state:
+        rows = rows.filter(state=state)
+    if agent:
+        rows = rows.filter(agent__name=agent)
+    if session:
+        rows = rows.filter(session_id=session)
+    return rows.order_by("-created_at", "-pk")
+
+
+def pending_count(agent: Agent) -> int:
+    """How many of the agent's asks wait for a person now."""
+    return PermissionRequest.objects.filter(agent=agent, state=RequestState.PENDING).count()
+
+
+def pending_for_agent(agent: Agent) -> QuerySet[PermissionRequest]:
+    return PermissionRequest.objects.filter(agent=agent, state=RequestState.PENDING)
+
+
+def overdue_requests(limit: int = 100) -> QuerySet[PermissionRequest]:
+    return (
+        PermissionRequest.objects.select_related("agent")
+        .filter(state=RequestState.PENDING, deadline_at__lte=timezone.now())
+        .order_by("deadline_at")[:limit]
+    )
+
+
+def recently_finished(user: User | AnonymousUser, limit: int = 10) -> QuerySet[PermissionRequest]:
+    return requests_visible_to(user).exclude(state=RequestState.PENDING).order_by("-decided_at")[:limit]
