@@ -26,7 +26,8 @@ from approvals import services
 from approvals.cards import render_card
 from approvals.models import Decision
 from policy.shell import analyse
-from relay.consumers import MAX_FRAME_BYTES, FrameError, _validated_call, parse_frame
+from relay.consumers.agent import _validated_call
+from relay.consumers.base import MAX_FRAME_BYTES, FrameError, parse_frame
 from tests.live import LiveServer
 
 FUZZ = settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,219 @@
+"""The dashboard's socket: a person watches the team's queue live."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from django.urls import reverse
+from django.utils.html import format_html
+
+from approvals import events, permissions, selectors
+from approvals.cards import render_card_as
+from approvals.models import PermissionRequest, Role
+from relay import drain, fanout
+from relay.consumers.base import (
+    CLOSE_EVENTS_LOST,
+    CLOSE_UNAUTHENTICATED,
+    CLOSE_UNAVAILABLE,
+    FrameError,
+    GatehouseConsumer,
+    TokenBucket,
+    db,
+    request_id_of,
+)
+
+log = logging.getLogger(__name__)
+
+
+# What one card may weigh in a snapshot: a 280 KB command made the snapshot frame too
+# large for clients with a 1 MiB frame limit, breaking it for the whole team.
+MAX_SNAPSHOT_CARD_BYTES = 64 * 1024
+
+
+def _card_within_limit(request: PermissionRequest, html: str) -> str:
+    """The card, or a short stand-in that sends the person to the request's own page."""
+    if len(html.encode()) <= MAX_SNAPSHOT_CARD_BYTES:
+        return html
+    return format_html(
+        '<article class="card card-pending" id="req-{id}" data-id="{id}" data-state="pending">'
+        '<p>This call is too large to show in the queue ({size} KB). <a href="{url}">Open it</a> '
+        "to read it in full and decide.</p></article>",
+        id=request.pk,
+        size=len(html.encode()) // 1024,
+        url=reverse("request-detail", args=[request.pk]),
+    )
+
+
+def _snapshot(user: Any) -> list[dict[str, str]]:
+    # One query for the teams the user decides in, not one per card.
+    approver_of = permissions.team_ids_for(user, role=Role.APPROVER)
+    return [
+        {
+            "id": str(r.pk),
+            "html": _card_within_limit(
+                r, render_card_as(r, can_decide=approver_of is None or r.team_id in approver_of)
+            ),
+        }
+        for r in selectors.pending_requests(user)
+    ]
+
+
+def _visible_team(request_id: uuid.UUID, user: Any) -> int | None:
+    request = PermissionRequest.objects.filter(pk=request_id).only("team_id").first()
+    if request is None or not permissions.can_see(user, request.team_id):
+        return None
+    return request.team_id
+
+
+async def _forward(receive: Callable[[], Awaitable[dict[str, Any]]], inbox: asyncio.Queue[dict[str, Any]]) -> None:
+    while True:
+        message = await receive()
+        inbox.put_nowait(message)
+        if message.get("type") == "websocket.disconnect":
+            return
+
+
+class DashboardConsumer(GatehouseConsumer):
+    """`/ws/dashboard/`: subscribe, get a snapshot, then live pushes of the user's teams."""
+
+    frame_handlers = {"subscribe": "on_subscribe", "open": "on_open", "close": "on_close"}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        # The teams' events come through the process's one subscription per team
+        # (relay.fanout.GROUPS) into this inbox, and the browser's frames are forwarded
+        # into it too: one queue handles both in arrival order, so a snapshot and the
+        # events around it never overtake each other.
+        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.team_groups: list[str] = []
+        forward = asyncio.ensure_future(_forward(receive, self.inbox))
+        try:
+            await super().__call__(scope, self.inbox.get, send)
+        finally:
+            forward.cancel()
+            await self.leave_team_groups()
+
+    async def connect(self) -> None:
+        self.bucket = TokenBucket()
+        self.joined: list[str] = []
+        self.closing = False
+        self.subscribed = False
+        self.user = self.scope.get("user")
+        await self.accept()
+        if self.user is None or not self.user.is_authenticated:
+            self.closing = True
+            await self.send_error("unauthenticated", "log in at /accounts/login/ first")
+            await self.close(CLOSE_UNAUTHENTICATED)
+            return
+        try:
+            await self.group_join(events.user_group(self.user.pk))
+        except Exception:
+            # Without the channel layer a dashboard would silently stop updating; say so
+            # and let the page reconnect later instead.
+            log.warning("dashboard of user %s refused: channel layer unavailable", self.user.pk, exc_info=True)
+            self.closing = True
+            await self.send_error("unavailable", "live updates are unavailable right now; reconnect in a moment")
+            await self.close(CLOSE_UNAVAILABLE)
+            return
+        drain.register(self)
+        if drain.is_draining():
+            await self.drain()
+
+    async def disconnect(self, code: int) -> None:
+        drain.unregister(self)
+        await self.leave_team_groups()
+        await self.leave_groups()
+
+    async def leave_team_groups(self) -> None:
+        groups, self.team_groups = self.team_groups, []
+        for group in groups:
+            await fanout.GROUPS.leave(group, self.inbox)
+
+    async def on_subscribe(self, frame: dict[str, Any]) -> None:
+        # Join first, snapshot second: an event between the two shows up twice at
+        # worst (the client replaces by id), never zero times.
+        if not self.subscribed:
+            team_ids = await db(permissions.team_ids_for)(self.user)
+            groups = [events.ALL_TEAMS_GROUP] if team_ids is None else [events.team_group(t) for t in team_ids]
+            for group in groups:
+                await fanout.GROUPS.join(group, self.inbox)
+                self.team_groups.append(group)
+            self.subscribed = True
+        requests = await db(_snapshot)(self.user)
+        await self.send_json({"type": "snapshot", "requests": requests})
+
+    async def on_open(self, frame: dict[str, Any]) -> None:
+        await self._announce_review(frame, "request.claimed")
+
+    async def on_close(self, frame: dict[str, Any]) -> None:
+        await self._announce_review(frame, "request.released")
+
+    async def _announce_review(self, frame: dict[str, Any], event_type: str) -> None:
+        request_id = request_id_of(frame)
+        team_id = await db(_visible_team)(request_id, self.user)
+        if team_id is None:
+            raise FrameError("not_found", f"request {request_id} does not exist or is not in your teams")
+        event = {
+            "type": event_type,
+            "request_id": str(request_id),
+            "by": self.user.get_username(),
+            "sender": self.channel_name,
+        }
+        for group in (events.team_group(team_id), events.ALL_TEAMS_GROUP):
+            await self.channel_layer.group_send(group, event)
+
+    # -- events
+
+    # Cards are rendered once per process and event (relay.fanout) and handed to every
+    # socket in the variant its user's role allows, read from the database at event time.
+
+    async def request_created(self, event: dict[str, Any]) -> None:
+        card = await fanout.CARDS.card(event)
+        html = card.html_for(self.user) if card is not None else None
+        if card is not None and html is not None:
+            await self.send_json({"type": "request.created", "id": card.id, "html": html})
+
+    async def request_finished(self, event: dict[str, Any]) -> None:
+        card = await fanout.CARDS.card(event)
+        html = card.html_for(self.user) if card is not None else None
+        if card is not None and html is not None:
+            await self.send_json(
+                {
+                    "type": event["type"],
+                    "id": card.id,
+                    "html": html,
+                    "behavior": event.get("behavior"),
+                    "decided_by": event.get("decided_by"),
+                    "surface": event.get("surface"),
+                }
+            )
+
+    request_decided = request_finished
+    request_cancelled = request_finished
+    request_expired = request_finished
+
+    async def request_claimed(self, event: dict[str, Any]) -> None:
+        if event.get("sender") != self.channel_name:
+            await self.send_json({"type": event["type"], "id": event.get("request_id"), "by": event.get("by")})
+
+    request_released = request_claimed
+
+    async def request_progress(self, event: dict[str, Any]) -> None:
+        await self.send_json({"type": "request.progress", "id": event.get("request_id"), "data": event.get("data")})
+
+    async def fanout_lost(self, event: dict[str, Any]) -> None:
+        # The process lost its subscription to one of this user's teams: rather than
+        # silently stop updating, close; the page reconnects, subscribes and refetches.
+        log.warning("dashboard of user %s closed: lost the events of %s", self.user.pk, event.get("group"))
+        self.closing = True
+        await self.close(CLOSE_EVENTS_LOST)
+
+    async def session_ended(self, event: dict[str, Any]) -> None:
+        self.closing = True
+        await self.send_error(
+            "session_ended", "your session ended (logged out, password changed or account deactivated); log in again"
+        )
+        await self.close(CLOSE_UNAUTHENTICATED)
