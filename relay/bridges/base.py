@@ -34,6 +34,7 @@ from approvals.models import Decision, PermissionRequest, RequestState
 from approvals.services import AuditUnavailable, DecideResult, ServiceError
 from relay import race
 from relay.bridges import selectors, services
+from relay.masking import mask, mask_secrets
 from relay.models import SurfaceMessage
 
 log = logging.getLogger(__name__)
@@ -104,25 +105,36 @@ class Excerpt:
     body: str
     language: str = ""
     truncated: bool = False
+    masked: bool = False  # secrets were masked (relay.masking)
 
 
 EXCERPT_LIMIT = 1200
 
 
 def excerpt_for(tool_name: str, tool_input: Any, limit: int = EXCERPT_LIMIT) -> Excerpt:
+    """The readable slice of an input a phone may show: secrets masked, then cut to `limit`.
+
+    - Masked before it is cut, so a cut can never leave half a secret unmasked.
+    """
+    whole = _excerpt(tool_name, tool_input)
+    masked = mask_secrets(whole.body)
+    return _cut(Excerpt(whole.kind, masked.text, whole.language, masked=masked.changed), limit)
+
+
+def _excerpt(tool_name: str, tool_input: Any) -> Excerpt:
     tool_input = tool_input if isinstance(tool_input, dict) else {"input": tool_input}
     if tool_name == "Bash" and isinstance(tool_input.get("command"), str):
-        return _cut(Excerpt("code", tool_input["command"], "bash"), limit)
+        return Excerpt("code", tool_input["command"], "bash")
     if tool_name in ("Edit", "MultiEdit"):
         edits = tool_input.get("edits") if tool_name == "MultiEdit" else [tool_input]
         if isinstance(edits, list):
-            return _cut(Excerpt("diff", _diff(str(tool_input.get("file_path", "")), edits), "diff"), limit)
+            return Excerpt("diff", _diff(str(tool_input.get("file_path", "")), edits), "diff")
     if tool_name == "Write" and isinstance(tool_input.get("content"), str):
         body = f"{tool_input.get('file_path', '')}\n{tool_input['content']}"
-        return _cut(Excerpt("code", body), limit)
+        return Excerpt("code", body)
     if tool_name == "WebFetch" and isinstance(tool_input.get("url"), str):
-        return _cut(Excerpt("text", tool_input["url"]), limit)
-    return _cut(Excerpt("code", json.dumps(tool_input, indent=2, ensure_ascii=False, default=str), "json"), limit)
+        return Excerpt("text", tool_input["url"])
+    return Excerpt("code", json.dumps(tool_input, indent=2, ensure_ascii=False, default=str), "json")
 
 
 def _diff(path: str, edits: list[Any]) -> str:
@@ -139,7 +151,18 @@ def _diff(path: str, edits: list[Any]) -> str:
 def _cut(excerpt: Excerpt, limit: int) -> Excerpt:
     if len(excerpt.body) <= limit:
         return excerpt
-    return Excerpt(excerpt.kind, excerpt.body[:limit].rstrip() + "\n…", excerpt.language, truncated=True)
+    cut = excerpt.body[:limit].rstrip() + "\n…"
+    return Excerpt(excerpt.kind, cut, excerpt.language, truncated=True, masked=excerpt.masked)
+
+
+def grant_shown(request: PermissionRequest) -> str:
+    """The rule "Always allow" would save, as a card may show it (secrets masked); "" if none."""
+    grant = approval_selectors.grant_rule_for(request)
+    return mask(grant) if grant else ""
+
+
+def cwd_shown(request: PermissionRequest) -> str:
+    return mask(request.cwd) if request.cwd else ""
 
 
 def request_url(request_id: uuid.UUID | str) -> str:

@@ -23,7 +23,6 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 
 from approvals.models import Decision, PermissionRequest
-from approvals.selectors import grant_rule_for
 from relay.bridges import services
 from relay.bridges.base import (
     ACTIONS,
@@ -36,8 +35,10 @@ from relay.bridges.base import (
     Transient,
     apply_press,
     check_press,
+    cwd_shown,
     destructive_warning,
     excerpt_for,
+    grant_shown,
     outcome_text,
     refuse,
     request_url,
@@ -87,7 +88,7 @@ def card_blocks(request: PermissionRequest, *, outcome: str = "") -> list[dict[s
     # A literal ``` inside the input would close the code block early.
     body = mrkdwn_escape(excerpt.body).replace("```", "`\u200b``")
     body = body if excerpt.kind == "text" else f"```{body}```"
-    where = f" in `{mrkdwn_escape(request.cwd)}`" if request.cwd else ""
+    where = f" in `{mrkdwn_escape(cwd_shown(request))}`" if request.cwd else ""
     blocks: list[dict[str, Any]] = [
         {
             "type": "section",
@@ -108,7 +109,7 @@ def card_blocks(request: PermissionRequest, *, outcome: str = "") -> list[dict[s
                 "elements": [{"type": "mrkdwn", "text": f":warning: *Destructive:* {mrkdwn_escape(warning)}"}],
             }
         )
-    grant = grant_rule_for(request)
+    grant = grant_shown(request)
     if grant and not outcome:
         # Verbatim: inline code unless a backtick in the rule would close it early.
         shown = mrkdwn_escape(grant) if "`" in grant else f"`{mrkdwn_escape(grant)}`"

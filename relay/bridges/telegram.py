@@ -40,8 +40,10 @@ from relay.bridges.base import (
     Transient,
     apply_press,
     check_press,
+    cwd_shown,
     destructive_warning,
     excerpt_for,
+    grant_shown,
     outcome_text,
     refuse,
     request_url,
@@ -146,7 +148,7 @@ def card_html(request: PermissionRequest) -> str:
     esc = html.escape
     lines = [f"🔐 <b>{esc(request.tool_name)}</b> · agent <b>{esc(request.agent.name)}</b>"]
     if request.cwd:
-        lines.append(f"in <code>{esc(request.cwd)}</code>")
+        lines.append(f"in <code>{esc(cwd_shown(request))}</code>")
     excerpt = excerpt_for(request.tool_name, request.tool_input)
     language = f' class="language-{excerpt.language}"' if excerpt.language else ""
     if excerpt.kind == "text":
@@ -156,7 +158,7 @@ def card_html(request: PermissionRequest) -> str:
     warning = destructive_warning(request)
     if warning:
         lines.append(f"⚠️ <b>Destructive:</b> {esc(warning)}")
-    grant = grant_rule_for(request)
+    grant = grant_shown(request)
     if grant:
         lines.append(f"“Allow for session” / “Always allow” save <code>{esc(grant)}</code>")
     link = request_url(request.pk)
