@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partial
 
 MASK = "•••••"
 
@@ -115,12 +116,12 @@ def mask_secrets(text: str) -> Masked:
     """Mask every secret this module recognises in `text`; `kinds` lists what was found."""
     kinds: list[str] = []
     for name, pattern, keep in _SHAPE_RES:
-        text, count = pattern.subn(lambda m, keep=keep: m.group(0)[:keep] + MASK, text)
+        text, count = pattern.subn(partial(_mask_shape, keep), text)
         if count:
             kinds.append(name)
     for name, pattern in _CONTEXTUAL:
         found: list[bool] = []
-        text = pattern.sub(lambda m, found=found: _mask_value(m, found), text)
+        text = pattern.sub(partial(_mask_value, found=found), text)
         if found:
             kinds.append(name)
     return Masked(text, tuple(dict.fromkeys(kinds)))
@@ -131,7 +132,11 @@ def mask(text: str) -> str:
     return mask_secrets(text).text
 
 
-def _mask_value(match: re.Match[str], found: list[bool]) -> str:
+def _mask_shape(keep: int, match: re.Match[str]) -> str:
+    return match.group(0)[:keep] + MASK
+
+
+def _mask_value(match: re.Match[str], *, found: list[bool]) -> str:
     value = match.group("value")
     if MASK in value or _NOT_A_SECRET.match(value):
         return match.group(0)
