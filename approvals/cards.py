@@ -90,6 +90,8 @@ def _context(request: PermissionRequest, *, can_decide: bool, decision: Any) -> 
         # None: this call can only be allowed once.
         "rule_to_save": selectors.grant_rule_for(request),
         "claude_suggestions": _claude_suggestions(request.permission_suggestions),
+        # Identical pending calls share this key; the queue offers to decide them together.
+        "batch_key": selectors.same_call_key(request) if request.state == "pending" else "",
     }
 
 
@@ -101,9 +103,17 @@ def _explanation(request: PermissionRequest, evaluation: dict[str, Any]) -> dict
         "why": _sentence(why.why_asked(evaluation, request.tool_name, request.tool_input)),
         # Names the request in every control's accessible name: "Allow once: Bash npm publish".
         "label": spelled_out(f"{request.tool_name} {why.subject(request.tool_name, request.tool_input)}"),
+        "batch_label": _batch_label(request),
         "private_host": private_host,
         "hidden_count": _hidden_in(request.tool_input),
     }
+
+
+def _batch_label(request: PermissionRequest) -> str:
+    """What a batch bar says its calls are: "Bash pytest -q from ci-bot, session 4f2c…"."""
+    subject = spelled_out(f"{request.tool_name} {why.subject(request.tool_name, request.tool_input)}")
+    where = f", session {spelled_out(request.session_id[:20])}" if request.session_id else ""
+    return f"{subject} from {spelled_out(request.agent.name)}{where}"
 
 
 def _sentence(parts: list[why.Part]) -> SafeString:

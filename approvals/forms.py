@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from django import forms
@@ -58,6 +59,25 @@ class DecideForm(forms.Form):
             "remember_hours": hours,
             "message": self.cleaned_data.get("message", "").strip(),
         }
+
+
+class BatchDecideForm(forms.Form):
+    """One press of "Allow all N" / "Deny all N" on the bar over identical pending calls."""
+
+    ids = forms.Field(widget=forms.MultipleHiddenInput)
+    action = forms.ChoiceField(choices=[("once", "allow once"), ("deny", "deny")])
+    message = forms.CharField(required=False, max_length=2000)
+
+    def clean_ids(self) -> list[uuid.UUID]:
+        try:
+            return [uuid.UUID(str(value)) for value in self.cleaned_data["ids"]]
+        except ValueError as exc:
+            raise forms.ValidationError("every id must be a request id (a UUID)") from exc
+
+    def decision(self) -> dict[str, Any]:
+        """The keyword arguments `services.request_decide_batch` takes for this press."""
+        behavior = "allow" if self.cleaned_data["action"] == "once" else "deny"
+        return {"behavior": behavior, "message": self.cleaned_data.get("message", "").strip()}
 
 
 class AuditFilterForm(forms.Form):

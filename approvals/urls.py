@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.queue, name="queue"),
     path("manifest.webmanifest", views.manifest, name="manifest"),
     path("agent/gatehouse-hook.pyz", views.hook_bundle, name="hook-bundle"),
+    path("requests/decide-batch", views.requests_decide_batch, name="requests-decide-batch"),
     path("requests/<uuid:request_id>/", views.request_detail, name="request-detail"),
     path("requests/<uuid:request_id>/decide", views.request_decide, name="request-decide"),
     path("audit/", views.audit_list, name="audit"),

@@ -41,6 +41,7 @@ from approvals.forms import (
     SOURCE_ORDER,
     AgentForm,
     AuditFilterForm,
+    BatchDecideForm,
     ChatIdentityForm,
     DecideForm,
     ExplainForm,
@@ -182,6 +183,48 @@ def request_decide(request: HttpRequest, request_id: UUID) -> HttpResponse:
         return _decide_answer(request, result.request, 409, _lost_message(result))
     verb = "Allowed" if result.decision and result.decision.behavior == "allow" else "Denied"
     return _decide_answer(request, result.request, 200, f"{verb} {req.tool_name} for {req.agent.name}.")
+
+
+@login_required
+@require_POST
+def requests_decide_batch(request: HttpRequest) -> HttpResponse:
+    """ "Allow all N" / "Deny all N" over identical pending calls: each its own decision and audit row."""
+    form = BatchDecideForm(request.POST)
+    if not form.is_valid():
+        problems = "; ".join(f"{field}: {' '.join(str(e) for e in errs)}" for field, errs in form.errors.items())
+        return _batch_answer(request, 400, f"Could not read the decision ({problems}).", [])
+    found = [permissions.visible_request_or_404(request.user, pk) for pk in form.cleaned_data["ids"]]
+    if not all(permissions.can_decide(request.user, req) for req in found):
+        return _batch_answer(request, 403, "You can view this team's requests but not decide them.", [])
+    try:
+        results = services.request_decide_batch(requests=found, surface="web", user=_person(request), **form.decision())
+    except services.AuditUnavailable as exc:
+        return _batch_answer(request, 503, str(exc), [])
+    except services.ServiceError as exc:
+        return _batch_answer(request, 400, str(exc), [])
+    return _batch_answer(request, 200, _batch_message(results, form.decision()["behavior"]), results)
+
+
+def _batch_message(results: list[services.DecideResult], behavior: str) -> str:
+    won = [r for r in results if r.won]
+    verb = "Allowed" if behavior == "allow" else "Denied"
+    text = f"{verb} {len(won)} of {len(results)} identical calls."
+    lost = [_lost_message(r) for r in results if not r.won]
+    return f"{text} {' '.join(dict.fromkeys(lost))}" if lost else text
+
+
+def _batch_answer(
+    request: HttpRequest, status: int, message: str, results: list[services.DecideResult]
+) -> HttpResponse:
+    if _wants_json(request):
+        from approvals.cards import render_card
+
+        cards = [{"id": str(r.request.pk), "html": render_card(r.request, request.user)} for r in results]
+        return JsonResponse({"ok": status == 200, "message": message, "cards": cards}, status=status)
+    if status == 200:
+        messages.success(request, message)
+        return redirect("queue")
+    return _page(request, "approvals/error.html", {"message": message}, status=status)
 
 
 def _lost_message(result: services.DecideResult) -> str:

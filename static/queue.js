@@ -47,7 +47,8 @@
       document.title = (n ? "(" + n + ") " : "") + baseTitle;
       if (nav) { nav.textContent = String(n); nav.dataset.count = String(n); }
     }
-    if (empty) empty.hidden = queue.children.length > 0;
+    if (empty) empty.hidden = queue.querySelector(".card") !== null;
+    batches();
     tick();
   }
 
@@ -201,6 +202,11 @@
   document.addEventListener("submit", (event) => {
     const form = event.target;
     if (form instanceof HTMLFormElement && form.id === "logout-form") { stopped = true; return; }
+    if (form instanceof HTMLFormElement && form.classList.contains("batch")) {
+      event.preventDefault();
+      decideBatch(form, event.submitter);
+      return;
+    }
     if (!(form instanceof HTMLFormElement) || !form.classList.contains("decide")) return;
     event.preventDefault();
     decide(form, event.submitter);
@@ -214,6 +220,118 @@
     const deny = form && form.querySelector('button[value="deny"]');
     if (deny) { event.preventDefault(); deny.click(); }
   });
+
+  // --- batches: identical pending calls, decided in one press ------------------------------
+  // Cards of the same call (agent, session, cwd, tool, input: the server's data-batch key)
+  // get one bar before the first of them: "Allow all 6" posts exactly the ids it shows,
+  // and the server decides each through the race on its own, with its own audit row.
+
+  function batchGroups() {
+    const groups = new Map();
+    queue.querySelectorAll('.card[data-state="pending"][data-batch]').forEach((card) => {
+      const list = groups.get(card.dataset.batch) || [];
+      list.push(card);
+      groups.set(card.dataset.batch, list);
+    });
+    return groups;
+  }
+
+  function batchButton(action, css) {
+    const button = document.createElement("button");
+    button.type = "submit";
+    button.name = "action";
+    button.value = action;
+    button.className = "btn " + css;
+    return button;
+  }
+
+  function makeBar(key) {
+    const bar = document.createElement("form");
+    bar.className = "batch";
+    bar.dataset.batch = key;
+    bar.method = "post";
+    bar.action = "/requests/decide-batch";
+    const text = document.createElement("p");
+    text.className = "batch-text";
+    const buttons = document.createElement("div");
+    buttons.className = "buttons";
+    buttons.append(batchButton("once", "btn-allow"), batchButton("deny", "btn-deny"));
+    const error = document.createElement("p");
+    error.className = "form-error";
+    error.setAttribute("role", "alert");
+    error.hidden = true;
+    bar.append(text, buttons, error);
+    return bar;
+  }
+
+  function fillBar(bar, cards) {
+    const n = cards.length;
+    const label = cards[0].dataset.batchLabel || "";
+    bar.querySelector(".batch-text").textContent = n + " identical calls: " + label;
+    bar.setAttribute("aria-label", n + " identical calls: " + label);
+    const allow = bar.querySelector('button[value="once"]');
+    const deny = bar.querySelector('button[value="deny"]');
+    allow.textContent = "Allow all " + n;
+    allow.setAttribute("aria-label", "Allow all " + n + ": " + label);
+    deny.textContent = "Deny all " + n;
+    deny.setAttribute("aria-label", "Deny all " + n + ": " + label);
+    bar.querySelectorAll('input[type="hidden"]').forEach((input) => input.remove());
+    for (const card of cards) {
+      const input = document.createElement("input");
+      input.type = "hidden";
+      input.name = "ids";
+      input.value = card.dataset.id;
+      bar.append(input);
+    }
+  }
+
+  function batches() {
+    if (only) return;
+    const groups = batchGroups();
+    queue.querySelectorAll(".batch").forEach((bar) => {
+      const cards = groups.get(bar.dataset.batch);
+      if (!cards || cards.length < 2 || bar.nextElementSibling !== cards[0]) bar.remove();
+    });
+    for (const [key, cards] of groups) {
+      if (cards.length < 2) continue;
+      let bar = cards[0].previousElementSibling;
+      if (!bar || !bar.classList.contains("batch")) {
+        bar = makeBar(key);
+        cards[0].before(bar);
+      }
+      fillBar(bar, cards);
+    }
+  }
+
+  async function decideBatch(form, submitter) {
+    const data = new FormData(form, submitter);
+    data.set("csrfmiddlewaretoken", csrf);
+    const buttons = form.querySelectorAll("button");
+    buttons.forEach((b) => { b.disabled = true; });
+    let body = null;
+    let status = 0;
+    try {
+      const response = await fetch(form.getAttribute("action"), {
+        method: "POST",
+        body: data,
+        credentials: "same-origin",
+        headers: { Accept: "application/json", "X-CSRFToken": csrf },
+      });
+      status = response.status;
+      try { body = await response.json(); } catch (e) { body = null; }
+    } catch (e) {
+      body = { message: "Could not reach Gatehouse; try again." };
+    }
+    for (const item of (body && body.cards) || []) place(item.id, item.html);
+    const text = (body && body.message) || "The server said " + status + ".";
+    const note = document.getElementById("queue-status");
+    if (note) note.textContent = text;
+    if (form.isConnected) {
+      buttons.forEach((b) => { b.disabled = false; });
+      const error = form.querySelector(".form-error");
+      if (error && status !== 200) { error.textContent = text; error.hidden = false; }
+    }
+  }
 
   // --- keyboard: n/j next request, p/k previous, a allow once, d deny ------------------------
   // Allow and Deny act only on the card that has the focus (reached with n, Tab or a tap),

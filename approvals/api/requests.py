@@ -274,3 +274,66 @@ class PermissionRequestDecideApi(ApiView):
         if not result.won:
             return already_finished(result.request, result.decision, result.holder)
         return request_response(result.request, result.decision)
+
+
+class PermissionRequestBatchDecideApi(ApiView):
+    permission_classes = [IsPerson]
+
+    class InputSerializer(StrictSerializer):
+        ids = serializers.ListField(child=serializers.UUIDField(), min_length=1, max_length=services.BATCH_LIMIT)
+        behavior = serializers.ChoiceField(choices=["allow", "deny"])
+        message = serializers.CharField(max_length=10_000, required=False, allow_blank=True, default="")
+
+        class Meta:
+            ref_name = "PermissionRequestBatchDecide"
+
+    class OutputSerializer(serializers.Serializer):
+        class ResultSerializer(serializers.Serializer):
+            won = serializers.BooleanField()
+            message = serializers.CharField()
+            request = RequestOutputSerializer()
+
+            class Meta:
+                ref_name = "PermissionRequestBatchResult"
+
+        results = ResultSerializer(many=True)
+
+        class Meta:
+            ref_name = "PermissionRequestBatchDecided"
+
+    @extend_schema(
+        operation_id="permission_requests_decide_batch",
+        request=InputSerializer,
+        responses={200: OutputSerializer, 503: AuditUnavailableSerializer, **ERRORS},
+        description="An approver answers identical pending calls (same agent, session, cwd, tool and input) "
+        "at once: each is decided on its own, with its own audit row, and one someone else decided "
+        "first is reported as lost (won: false) with who decided it. Different calls: 400, nothing decided.",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        found = [visible_request(request, pk) for pk in data["ids"]]
+        if not all(permissions.can_decide(request.user, req) for req in found):
+            raise exceptions.PermissionDenied(f"Only {Role.APPROVER}s of the requests' team can decide them.")
+        try:
+            results = services.request_decide_batch(
+                requests=found,
+                behavior=data["behavior"],
+                surface=surface_of(request),
+                user=request.user,  # type: ignore[arg-type]  # IsPerson: a User
+                message=data["message"],
+            )
+        except services.ServiceError as exc:
+            raise exceptions.ValidationError({"non_field_errors": [str(exc)]}) from None
+        except services.AuditUnavailable:
+            return audit_unavailable()
+        rows = [
+            {
+                "won": result.won,
+                "message": result.request.outcome_sentence(result.decision, holder=result.holder, late=not result.won),
+                "request": selectors.request_payload(result.request, result.decision),
+            }
+            for result in results
+        ]
+        return Response(self.OutputSerializer({"results": rows}).data)

@@ -17,6 +17,11 @@ urlpatterns = [
         name="api-permission-requests",
     ),
     path(
+        "permission-requests/decisions",
+        requests.PermissionRequestBatchDecideApi.as_view(),
+        name="api-permission-requests-decide-batch",
+    ),
+    path(
         "permission-requests/<uuid:request_id>",
         api_route({"get": requests.PermissionRequestDetailApi}),
         name="api-permission-request",

@@ -53,6 +53,7 @@ from approvals.selectors.requests import (
     request_matching,
     requests_filtered,
     requests_visible_to,
+    same_call_key,
     session_gated_before_use,
 )
 from approvals.selectors.rules import (
@@ -116,6 +117,7 @@ __all__ = [
     "rules_of_team",
     "rules_version",
     "rules_visible_to",
+    "same_call_key",
     "session_gated_before_use",
     "sessions_in_denial_loops",
     "team_by_name",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from typing import Any
 
@@ -66,6 +67,16 @@ def grant_rule_for(request: PermissionRequest) -> str | None:
     tool_input = request.tool_input if isinstance(request.tool_input, dict) else {}
     destructive = bool(evaluation.get("destructive_warning"))
     return grants.grant_rule(request.tool_name, tool_input, suggestions, destructive=destructive)
+
+
+def same_call_key(request: PermissionRequest) -> str:
+    """What makes pending calls identical for a batch decision: agent, session, cwd, tool, input.
+
+    - The input is compared by `input_hash` (SHA-256 of the canonical input), so two
+      calls that differ in one character are never decided together.
+    """
+    parts = [str(request.agent_id), request.session_id, request.cwd, request.tool_name, request.input_hash]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
 
 
 def decision_for(request: PermissionRequest) -> Decision | None:

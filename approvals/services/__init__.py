@@ -8,9 +8,11 @@ use the package: `services.request_submit(...)`.
 from approvals.services.autopilot import AUTOPILOT_LIMITS, autopilot_configure, autopilot_consider
 from approvals.services.chat import CHAT_PROVIDERS, chat_identity_link, chat_identity_unlink
 from approvals.services.decide import (
+    BATCH_LIMIT,
     HOLDER_WAIT_SECONDS,
     request_cancel,
     request_decide,
+    request_decide_batch,
     request_expire,
     request_join_prompt,
     request_record_result,
@@ -47,6 +49,7 @@ from approvals.services.submit import REPLAY_WINDOW, SAFETY_FLOOR_DETAIL, reques
 __all__ = [
     "AUDIT_UNAVAILABLE",
     "AUTOPILOT_LIMITS",
+    "BATCH_LIMIT",
     "CHAT_PROVIDERS",
     "HOLDER_WAIT_SECONDS",
     "MAX_PINNED_ROOTS",
@@ -77,6 +80,7 @@ __all__ = [
     "personal_token_touch",
     "request_cancel",
     "request_decide",
+    "request_decide_batch",
     "request_expire",
     "request_join_prompt",
     "request_record_result",

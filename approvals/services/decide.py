@@ -100,6 +100,42 @@ def request_decide(
     return result
 
 
+# A batch is what one person has seen on one card's bar; a runaway loop of thousands of
+# identical calls is better stopped with a rule than decided in one press.
+BATCH_LIMIT = 100
+
+
+def request_decide_batch(
+    *,
+    requests: list[PermissionRequest],
+    behavior: str,
+    surface: str,
+    user: User | None = None,
+    message: str = "",
+) -> list[DecideResult]:
+    """Answer identical pending calls ("allow these 6 `pytest` runs") once each.
+
+    - Every request goes through `request_decide`: its own claim, fence and audit row,
+      so a request someone else decided meanwhile is lost here, never decided twice.
+    - Refuses the whole batch, deciding nothing, unless every request is the same call
+      (`selectors.same_call_key`). A batch never saves a rule: allow once, or deny.
+    """
+    if not requests:
+        raise ServiceError("A batch decision needs at least one request.")
+    if len(requests) > BATCH_LIMIT:
+        raise ServiceError(f"A batch decides at most {BATCH_LIMIT} requests; write a rule for more.")
+    if len({selectors.same_call_key(request) for request in requests}) != 1:
+        raise ServiceError("These requests are not the same call; decide them one by one.")
+    if len({request.pk for request in requests}) != len(requests):
+        raise ServiceError("A batch names each request once.")
+    return [
+        request_decide(
+            request_id=request.pk, behavior=behavior, surface=surface, user=user, message=message, loaded=request
+        )
+        for request in requests
+    ]
+
+
 HOLDER_WAIT_SECONDS = 2.0
 
 

@@ -51,9 +51,17 @@ def seed(alice: Any, ci_bot: Any) -> dict[str, Any]:
     heredoc = ask(agent, "cat > run.sh <<'EOF'\n" + "\n".join(f"echo step {n}" for n in range(30)) + "\nEOF")
     call = {"tool_name": "WebFetch", "tool_input": {"url": "http://0x7f000001/admin", "prompt": "read"}}
     fetch = in_thread(services.request_submit, agent=agent, call={**call, "session_id": "s1", "cwd": "/tmp/proj"})
+    twins = [ask(agent, "pytest -q") for _ in range(2)]  # identical: the queue shows a batch bar
     done = ask(agent, "npm publish")
     decided = in_thread(services.request_decide, request_id=done.pk, behavior="deny", surface="web", user=alice)
-    return {"risky": risky, "hidden": hidden, "heredoc": heredoc, "fetch": fetch.request, "decision": decided.decision}
+    return {
+        "risky": risky,
+        "hidden": hidden,
+        "heredoc": heredoc,
+        "fetch": fetch.request,
+        "twins": twins,
+        "decision": decided.decision,
+    }
 
 
 def pages(ids: dict[str, Any]) -> list[str]:
@@ -118,6 +126,9 @@ class PhoneTests:
                 assert box is not None and box["height"] >= TAP_MIN and box["width"] >= TAP_MIN, (key, target, box)
             details = page.locator(f"{card} .card-foot a").first.bounding_box()
             assert details is not None and details["height"] >= TAP_MIN, (key, details)
+        for target in (".batch button[value='once']", ".batch button[value='deny']"):
+            box = page.locator(target).bounding_box()
+            assert box is not None and box["height"] >= TAP_MIN and box["width"] >= TAP_MIN, (target, box)
         for path in pages(ids):
             page.goto(server.url + path)
             width = page.evaluate("document.documentElement.scrollWidth")
