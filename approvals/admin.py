@@ -159,8 +159,10 @@ class RuleAdmin(admin.ModelAdmin):
 
 @admin.register(ChatIdentity)
 class ChatIdentityAdmin(admin.ModelAdmin):
-    list_display = ["provider", "external_id", "user"]
+    list_display = ["provider", "external_id", "user", "proven_at"]
     list_filter = ["provider"]
+    # Proven only by the account itself sending a link code to the bot, never by a form.
+    readonly_fields = ["proven_at"]
     search_fields = ["external_id", "user__username"]
 
 

@@ -10,7 +10,6 @@ from django import forms
 
 from approvals import strict_json
 from approvals.models import Agent, Mode, RuleBehavior, RuleScope, RuleSource, Team
-from approvals.services import CHAT_PROVIDERS
 from policy.decision import REASON_TYPES
 
 # The order people read sources in: settings-class sources weakest to strongest, then
@@ -178,10 +177,3 @@ class AgentForm(forms.Form):
         if teams.count() == 1:
             self.fields["team"].widget = forms.HiddenInput()
             self.fields["team"].initial = teams.first()
-
-
-class ChatIdentityForm(forms.Form):
-    provider = forms.ChoiceField(choices=[(p, p.capitalize()) for p in CHAT_PROVIDERS])
-    external_id = forms.CharField(
-        max_length=200, label="Account id", help_text="Telegram numeric user id, or Slack member id (U…)"
-    )

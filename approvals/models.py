@@ -408,6 +408,9 @@ class ChatIdentity(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_identities")
     provider = models.CharField(max_length=32)
     external_id = models.CharField(max_length=200)
+    # Set when the account itself sent the person's one-time code to the bot. A link typed
+    # in by hand (before codes) stays None and counts for nothing: anyone could type any id.
+    proven_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -416,6 +419,21 @@ class ChatIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider}:{self.external_id} → {self.user}"
+
+
+class ChatLinkCode(models.Model):
+    """A one-time code shown on a person's profile; sent to a bot, it links that chat account.
+
+    Only its SHA-256 is stored. It works once, for a few minutes.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_link_codes")
+    code_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"link code for {self.user} until {self.expires_at:%H:%M}"
 
 
 class AuditCut(models.Model):

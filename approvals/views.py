@@ -42,7 +42,6 @@ from approvals.forms import (
     AgentForm,
     AuditFilterForm,
     BatchDecideForm,
-    ChatIdentityForm,
     DecideForm,
     ExplainForm,
     RuleForm,
@@ -641,9 +640,8 @@ def agent_pin(request: HttpRequest, agent_id: int) -> HttpResponse:
 
 @login_required
 def profile(request: HttpRequest) -> HttpResponse:
-    """Link chat accounts, and create a personal API token (shown once)."""
-    form = ChatIdentityForm()
-    token = None
+    """Link chat accounts (by a one-time code sent to the bot), and create a personal API token."""
+    token = link_code = None
     if request.method == "POST" and request.POST.get("action") == "token":
         days = request.POST.get("expires_in_days", "0")
         lifetime = int(days) if days.isdigit() and int(days) in services.TOKEN_LIFETIMES_DAYS else 0
@@ -656,18 +654,11 @@ def profile(request: HttpRequest) -> HttpResponse:
         if revoked:
             messages.success(request, "Revoked: that token no longer works.")
         return redirect("profile")
-    elif request.method == "POST":
-        form = ChatIdentityForm(request.POST)
-        if form.is_valid():
-            try:
-                services.chat_identity_link(user=request.user, **form.cleaned_data)
-            except services.ServiceError as exc:
-                form.add_error("external_id", str(exc))
-            else:
-                messages.success(request, "Linked.")
-                return redirect("profile")
+    elif request.method == "POST" and request.POST.get("action") == "link-code":
+        link_code = services.chat_link_code_create(user=_person(request))
     context = {
-        "form": form,
+        "link_code": link_code,
+        "link_minutes": int(services.LINK_CODE_LIFETIME.total_seconds() // 60),
         "identities": selectors.chat_identities_for(request.user),
         "teams": selectors.teams_for(request.user),
         "memberships": request.user.memberships.select_related("team"),  # type: ignore[union-attr]
@@ -676,8 +667,8 @@ def profile(request: HttpRequest) -> HttpResponse:
         "token_lifetimes": [d for d in services.TOKEN_LIFETIMES_DAYS if d],
         "now": timezone.now(),
     }
-    response = _page(request, "approvals/profile.html", context, status=400 if form.errors else 200)
-    if token:
+    response = _page(request, "approvals/profile.html", context)
+    if token or link_code:
         response.headers["Cache-Control"] = "no-store"
     return response
 

@@ -1,11 +1,40 @@
-"""The relay's own state: where each ask was announced, which chat updates were applied,
-and the outbound webhooks."""
+"""The relay's own state: where each team's asks are announced, where each ask was
+announced, which chat updates were applied, and the outbound webhooks."""
 
 from __future__ import annotations
 
 from django.db import models
 
 from approvals.models import PermissionRequest, Team
+
+
+class ChatRoute(models.Model):
+    """A team's own Telegram chat or Slack channel, and who there may decide its asks.
+
+    The environment variables (`TELEGRAM_CHAT_ID` + `TELEGRAM_APPROVERS`, `SLACK_CHANNEL` +
+    `SLACK_APPROVERS`) are the route of the `default` team until it has a row here; a team
+    with no route gets no chat posts. One chat serves one team, so no team's asks are shown
+    where another team's people sit.
+    """
+
+    class Surface(models.TextChoices):
+        TELEGRAM = "telegram", "Telegram"
+        SLACK = "slack", "Slack"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="chat_routes")
+    surface = models.CharField(max_length=16, choices=Surface.choices)
+    channel = models.CharField(max_length=200, help_text="Telegram chat id (e.g. -100123) or Slack channel id (C…)")
+    approvers = models.JSONField(default=list, blank=True, help_text="Chat user ids who may decide this team's asks")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "surface"], name="chat_route_one_per_team"),
+            models.UniqueConstraint(fields=["surface", "channel"], name="chat_route_one_team_per_chat"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team}: {self.surface} {self.channel}"
 
 
 class SurfaceMessage(models.Model):

@@ -6,7 +6,14 @@ use the package: `services.request_submit(...)`.
 """
 
 from approvals.services.autopilot import AUTOPILOT_LIMITS, autopilot_configure, autopilot_consider
-from approvals.services.chat import CHAT_PROVIDERS, chat_identity_link, chat_identity_unlink
+from approvals.services.chat import (
+    CHAT_PROVIDERS,
+    LINK_CODE_LIFETIME,
+    chat_identity_prove,
+    chat_identity_unlink,
+    chat_link_code_burn,
+    chat_link_code_create,
+)
 from approvals.services.decide import (
     BATCH_LIMIT,
     HOLDER_WAIT_SECONDS,
@@ -52,6 +59,7 @@ __all__ = [
     "BATCH_LIMIT",
     "CHAT_PROVIDERS",
     "HOLDER_WAIT_SECONDS",
+    "LINK_CODE_LIFETIME",
     "MAX_PINNED_ROOTS",
     "REMEMBER_CHOICES",
     "REPLAY_WINDOW",
@@ -68,8 +76,10 @@ __all__ = [
     "agent_touch",
     "autopilot_configure",
     "autopilot_consider",
-    "chat_identity_link",
+    "chat_identity_prove",
     "chat_identity_unlink",
+    "chat_link_code_burn",
+    "chat_link_code_create",
     "default_team",
     "membership_set",
     "person_credentials_changed",

@@ -30,6 +30,7 @@ from prometheus_client import Counter
 
 from approvals import permissions
 from approvals import selectors as approval_selectors
+from approvals import services as approval_services
 from approvals.models import Decision, PermissionRequest, RequestState
 from approvals.services import AuditUnavailable, DecideResult, ServiceError
 from relay import race
@@ -234,11 +235,15 @@ def _answer(press: Press, user: Any, decided_by: str) -> DecideResult:
     )
 
 
-def authorize(press: Press, approvers: list[str], request: PermissionRequest) -> tuple[bool, Any]:
-    """(allowed, linked user): listed in *_APPROVERS and, if linked, an approver of the team.
+ApproversFor = Callable[[int], tuple[str, ...]]
 
-    The list is the authority, not the link: anyone can type someone else's chat id on
-    their profile page, so a link alone never grants a press.
+
+def authorize(press: Press, approvers: tuple[str, ...], request: PermissionRequest) -> tuple[bool, Any]:
+    """(allowed, linked user): listed among the approvers of the request's team and, if the
+    account's link to a person is proven, that person is an approver of the team.
+
+    - `approvers` is the request's team's list (its chat route), never another team's: a
+      listed approver of team A decides nothing of team B.
     """
     if press.external_id not in approvers:
         return False, None
@@ -263,18 +268,19 @@ def refuse(press: Press, why: str) -> PressOutcome:
     return PressOutcome(False, True, "You are not allowed to decide this request, so nothing happened.")
 
 
-def check_press(press: Press, approvers: list[str]) -> tuple[PressOutcome | None, PermissionRequest | None, Any]:
+def check_press(press: Press, approvers_for: ApproversFor) -> tuple[PressOutcome | None, PermissionRequest | None, Any]:
     """Whether a verified press may go on: (the outcome that ends it here, or None; the request;
     the linked user).
 
-    Deny asks for a reason before it decides; this is the check it makes before asking.
+    - `approvers_for(team_id)`: the chat ids that may decide that team's asks.
+    - Deny asks for a reason before it decides; this is the check it makes before asking.
     """
     request = approval_selectors.request_get(press.request_id)
     if request is None:
         return PressOutcome(False, False, "This request no longer exists."), None, None
-    allowed, user = authorize(press, approvers, request)
+    allowed, user = authorize(press, approvers_for(request.team_id), request)
     if not allowed:
-        why = "not an approver of this team" if user is not None else "not in the approvers list"
+        why = "not an approver of this team" if user is not None else "not in this team's approvers list"
         return refuse(press, why), request, user
     if request.state != RequestState.PENDING:
         APPLIED_PRESSES.labels(press.surface, "late").inc()
@@ -283,9 +289,9 @@ def check_press(press: Press, approvers: list[str]) -> tuple[PressOutcome | None
     return None, request, user
 
 
-def apply_press(press: Press, approvers: list[str]) -> PressOutcome:
+def apply_press(press: Press, approvers_for: ApproversFor) -> PressOutcome:
     """Send one verified press through the race's single door and say how it went."""
-    stop, request, user = check_press(press, approvers)
+    stop, request, user = check_press(press, approvers_for)
     if stop is not None:
         return stop
     decided_by = user.get_username() if user is not None else f"{press.display or press.external_id} ({press.surface})"
@@ -302,6 +308,20 @@ def apply_press(press: Press, approvers: list[str]) -> PressOutcome:
         )
     APPLIED_PRESSES.labels(press.surface, "won").inc()
     return PressOutcome(True, False, f"{ACTIONS[press.action][2]}: done.", result.request)
+
+
+LINK_USAGE = "Send /link followed by the code on your Gatehouse profile page, e.g. /link ABCD-1234."
+
+
+def apply_link(surface: str, external_id: str, code: str) -> str:
+    """Prove a chat account's link with the code it sent; the sentence to answer with."""
+    if not code.strip():
+        return LINK_USAGE
+    try:
+        identity = approval_services.chat_identity_prove(provider=surface, external_id=external_id, code=code)
+    except ServiceError as exc:
+        return str(exc)
+    return f"Linked: your presses here are now recorded as {identity.user.get_username()} in Gatehouse."
 
 
 # --- the send queue -------------------------------------------------------------------------
@@ -460,10 +480,17 @@ class ChatBridge:
 
     name: str = "chat"
 
-    def __init__(self, *, channels: list[str], approvers: list[str], queue: SendQueue) -> None:
-        self.channels = channels
-        self.approvers = approvers
+    def __init__(self, *, default_route: selectors.Route | None, queue: SendQueue) -> None:
+        self.default_route = default_route  # the environment's: the default team's route
         self.queue = queue
+
+    def route_for(self, team_id: int) -> selectors.Route | None:
+        """Where this team's asks go on this service, and who may decide them; None: nowhere."""
+        return selectors.chat_route(self.name, team_id, default=self.default_route)
+
+    def approvers_for(self, team_id: int) -> tuple[str, ...]:
+        route = self.route_for(team_id)
+        return route.approvers if route is not None else ()
 
     # transport, implemented per service ------------------------------------------------
 
@@ -478,8 +505,11 @@ class ChatBridge:
     # Announcer --------------------------------------------------------------------------
 
     def request_created(self, request: PermissionRequest) -> None:
-        for channel in self.channels:
-            self.queue.put(Job(channel, partial(self._post, request.pk, channel), f"post {request.pk}"))
+        # Only to the request's own team's chat: every team's asks go to its chat alone.
+        route = self.route_for(request.team_id)
+        if route is None:
+            return
+        self.queue.put(Job(route.channel, partial(self._post, request.pk, route.channel), f"post {request.pk}"))
 
     def request_finished(self, request: PermissionRequest, decision: Decision) -> None:
         self.queue.put(Job("", lambda: self._finalise(request.pk), f"finalise {request.pk}"))

@@ -20,7 +20,7 @@ def install_bridges() -> list[str]:
 
         bridge = telegram.get_bridge()
         if bridge is None:
-            log.warning("TELEGRAM_BOT_TOKEN is set but TELEGRAM_CHAT_ID is not: the Telegram bridge is off")
+            log.warning("TELEGRAM_BOT_TOKEN is set but the Telegram bridge could not be made")
         else:
             registry.add_announcer(bridge)
             installed.append(bridge.name)
@@ -29,7 +29,7 @@ def install_bridges() -> list[str]:
 
         slack_bridge = slack.get_bridge()
         if slack_bridge is None:
-            log.warning("SLACK_BOT_TOKEN is set but SLACK_CHANNEL or SLACK_SIGNING_SECRET is not: Slack is off")
+            log.warning("SLACK_BOT_TOKEN is set but SLACK_SIGNING_SECRET is not: Slack is off")
         else:
             registry.add_announcer(slack_bridge)
             installed.append(slack_bridge.name)

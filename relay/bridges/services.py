@@ -1,4 +1,4 @@
-"""The bridges' writes: posted messages and applied chat updates."""
+"""The bridges' writes: each team's chat route, posted messages and applied chat updates."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from relay.models import ProcessedUpdate, SurfaceMessage
+from approvals.models import Team
+from approvals.services import ServiceError
+from relay.models import ChatRoute, ProcessedUpdate, SurfaceMessage
 
 
 def surface_message_record(
@@ -46,3 +48,33 @@ def processed_updates_prune(*, surface: str, older_than: timedelta = timedelta(d
     cutoff = timezone.now() - older_than
     deleted, _ = ProcessedUpdate.objects.filter(surface=surface, created_at__lt=cutoff).delete()
     return deleted
+
+
+def chat_route_set(*, team: Team, surface: str, channel: str, approvers: list[str]) -> ChatRoute:
+    """Give a team its own chat (or channel) and approver list on one service.
+
+    - Raises `ServiceError` when the chat is another team's: one chat serves one team.
+    """
+    channel = channel.strip()
+    if surface not in ChatRoute.Surface.values:
+        raise ServiceError(f"surface must be one of {', '.join(ChatRoute.Surface.values)}, not {surface!r}")
+    if not channel:
+        raise ServiceError("channel is empty: a Telegram chat id or a Slack channel id")
+    cleaned = list(dict.fromkeys(a.strip() for a in approvers if a.strip()))
+    taken = ChatRoute.objects.filter(surface=surface, channel=channel).exclude(team=team)
+    if taken.exists():
+        raise ServiceError(f"{surface} chat {channel} is another team's; one chat serves one team")
+    try:
+        with transaction.atomic():
+            route, _ = ChatRoute.objects.update_or_create(
+                team=team, surface=surface, defaults={"channel": channel, "approvers": cleaned}
+            )
+    except IntegrityError:  # another team took the chat between our check and the write
+        raise ServiceError(f"{surface} chat {channel} is another team's; one chat serves one team") from None
+    return route
+
+
+def chat_route_delete(*, team: Team, surface: str) -> bool:
+    """Remove a team's route on one service; its asks are then posted nowhere there."""
+    deleted, _ = ChatRoute.objects.filter(team=team, surface=surface).delete()
+    return deleted > 0

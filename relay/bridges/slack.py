@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -26,6 +27,7 @@ from approvals.models import Decision, PermissionRequest
 from relay.bridges import services
 from relay.bridges.base import (
     ACTIONS,
+    LINK_USAGE,
     ChatBridge,
     Job,
     Press,
@@ -33,6 +35,7 @@ from relay.bridges.base import (
     RetryLater,
     SendQueue,
     Transient,
+    apply_link,
     apply_press,
     check_press,
     cwd_shown,
@@ -45,6 +48,7 @@ from relay.bridges.base import (
     sign_action,
     verify_action,
 )
+from relay.bridges.selectors import Route
 from relay.models import SurfaceMessage
 
 log = logging.getLogger(__name__)
@@ -66,7 +70,8 @@ class SlackConfig:
 
     @classmethod
     def from_settings(cls) -> SlackConfig | None:
-        if not settings.SLACK_BOT_TOKEN or not settings.SLACK_CHANNEL or not settings.SLACK_SIGNING_SECRET:
+        # SLACK_CHANNEL is the default team's channel; other teams' channels are chat routes.
+        if not settings.SLACK_BOT_TOKEN or not settings.SLACK_SIGNING_SECRET:
             return None
         return cls(
             token=settings.SLACK_BOT_TOKEN,
@@ -188,7 +193,8 @@ class SlackBridge(ChatBridge):
 
     def __init__(self, config: SlackConfig) -> None:
         queue = SendQueue("slack", per_key_interval=config.channel_interval, global_rate=30.0)
-        super().__init__(channels=[config.channel], approvers=config.approvers, queue=queue)
+        default = Route(config.channel, tuple(config.approvers)) if config.channel else None
+        super().__init__(default_route=default, queue=queue)
         self.config = config
         self.client = WebClient(token=config.token, base_url=config.api_url + "/", timeout=15)
         self.verifier = SignatureVerifier(config.signing_secret)
@@ -259,9 +265,9 @@ class SlackBridge(ChatBridge):
         if not press.request_id:
             return refuse(press, "forged or foreign button value")
         if press.action != "d" or payload["type"] != "block_actions":
-            return apply_press(press, self.approvers)
+            return apply_press(press, self.approvers_for)
         # Deny first asks for an optional reason, in a modal; its submission decides.
-        stop, _request, _user = check_press(press, self.approvers)
+        stop, _request, _user = check_press(press, self.approvers_for)
         if stop is not None:
             return stop
         # Slack honours a trigger_id for 3 s: ahead of every queued post, outside their limits.
@@ -273,6 +279,30 @@ class SlackBridge(ChatBridge):
         )
         transaction.on_commit(lambda: self.queue.put(Job("", open_modal, f"deny modal {press.request_id}"), front=True))
         return PressOutcome(False, False, "")
+
+    def apply_command(self, form: Mapping[str, str]) -> str:
+        """A verified slash command (`/gatehouse link CODE` or `/link CODE`): the ephemeral answer.
+
+        - Slack names the sender (`user_id`) in the signed body, so the code proves that
+          account; the answer goes back only to the sender.
+        """
+        user_id = str(form.get("user_id", "")).strip()
+        if not user_id:
+            raise ValueError("a slash command needs user_id")
+        code = command_link_code(str(form.get("command", "")), str(form.get("text", "")))
+        if code is None:
+            return f"Unknown command. {LINK_USAGE}"
+        return apply_link(SURFACE, user_id, code)
+
+
+def command_link_code(command: str, text: str) -> str | None:
+    """The code of `/link CODE` or `/<any> link CODE`; "" with no code; None for anything else."""
+    words = text.split()
+    if command.strip().lower().lstrip("/") == "link":
+        return " ".join(words)[:64]
+    if words and words[0].lower() == "link":
+        return " ".join(words[1:])[:64]
+    return None
 
 
 def parse_interaction(payload: dict[str, Any]) -> tuple[Press, str]:
@@ -342,7 +372,7 @@ _bridge_lock = threading.Lock()
 
 
 def get_bridge() -> SlackBridge | None:
-    """The process's Slack bridge, or None when SLACK_BOT_TOKEN/CHANNEL/SIGNING_SECRET are unset."""
+    """The process's Slack bridge, or None when SLACK_BOT_TOKEN or SLACK_SIGNING_SECRET is unset."""
     global _bridge
     with _bridge_lock:
         if _bridge is None:

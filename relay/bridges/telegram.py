@@ -27,6 +27,7 @@ from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
 from approvals import selectors as approval_selectors
+from approvals import services as approval_services
 from approvals.models import Decision, PermissionRequest, RequestState
 from approvals.selectors import grant_rule_for
 from relay.bridges import selectors, services
@@ -38,6 +39,7 @@ from relay.bridges.base import (
     RetryLater,
     SendQueue,
     Transient,
+    apply_link,
     apply_press,
     check_press,
     cwd_shown,
@@ -50,6 +52,7 @@ from relay.bridges.base import (
     sign_action,
     verify_action,
 )
+from relay.bridges.selectors import Route
 from relay.models import SurfaceMessage
 
 log = logging.getLogger(__name__)
@@ -71,7 +74,8 @@ class TelegramConfig:
 
     @classmethod
     def from_settings(cls) -> TelegramConfig | None:
-        if not settings.TELEGRAM_BOT_TOKEN or not settings.TELEGRAM_CHAT_ID:
+        # TELEGRAM_CHAT_ID is the default team's chat; other teams' chats are chat routes.
+        if not settings.TELEGRAM_BOT_TOKEN:
             return None
         return cls(
             token=settings.TELEGRAM_BOT_TOKEN,
@@ -182,6 +186,14 @@ def display_name(user: Any) -> str:
     return f"@{user.username}" if user.username else str(user.full_name or user.id)
 
 
+def link_code(text: str) -> str | None:
+    """The code of a `/link CODE` (or `/link@bot CODE`) command; "" with no code; None if not one."""
+    command, _, rest = text.strip().partition(" ")
+    if command.split("@", 1)[0].lower() != "/link":
+        return None
+    return rest.strip()[:64]
+
+
 # --- the bridge -------------------------------------------------------------------------
 
 
@@ -190,7 +202,8 @@ class TelegramBridge(ChatBridge):
 
     def __init__(self, config: TelegramConfig) -> None:
         queue = SendQueue("telegram", per_key_interval=config.chat_interval, global_rate=config.global_rate)
-        super().__init__(channels=[config.chat_id], approvers=config.approvers, queue=queue)
+        default = Route(config.chat_id, tuple(config.approvers)) if config.chat_id else None
+        super().__init__(default_route=default, queue=queue)
         self.config = config
         # Only the sender thread touches this runner, so its event loop is never shared.
         self.sender = BotRunner(config)
@@ -294,9 +307,28 @@ class TelegramBridge(ChatBridge):
         if update.callback_query is not None:
             return self._apply_press(update)
         message = update.message
+        if message is not None and message.text is not None and link_code(message.text) is not None:
+            return self._apply_link(update)
         if message is not None and message.reply_to_message is not None and message.text is not None:
             return self._apply_reason(update)
         return []  # other chatter in the chat is none of our business
+
+    def _apply_link(self, update: Update) -> list[Job]:
+        """`/link CODE` in a private chat proves this Telegram account is the code's person."""
+        message = update.message
+        assert message is not None and message.text is not None
+        chat_id = str(message.chat.id)
+        if message.chat.type != "private" or message.from_user is None:
+            # In a group others read the code and could send it first from their own account,
+            # linking theirs to the code's person: the code is burnt, and a new one is needed.
+            approval_services.chat_link_code_burn(code=link_code(message.text) or "")
+            text = (
+                "Send /link with your code to me in a private chat, not here. That code was seen "
+                "and no longer works: get a new one on your profile page."
+            )
+        else:
+            text = apply_link(SURFACE, str(message.from_user.id), link_code(message.text) or "")
+        return [self._reply(chat_id, message.message_id, text)]
 
     def _apply_press(self, update: Update) -> list[Job]:
         query = update.callback_query
@@ -309,9 +341,9 @@ class TelegramBridge(ChatBridge):
         action, request_id = parsed
         press = Press(SURFACE, str(query.from_user.id), who, request_id, action)
         if action != "d":
-            return [self._toast(query.id, apply_press(press, self.approvers).text)]
+            return [self._toast(query.id, apply_press(press, self.approvers_for).text)]
         # Deny first asks for an optional reason, by reply.
-        stop, _request, _user = check_press(press, self.approvers)
+        stop, _request, _user = check_press(press, self.approvers_for)
         if stop is not None:
             return [self._toast(query.id, stop.text)]
         chat_id = str(query.message.chat.id) if query.message is not None else self.config.chat_id
@@ -331,7 +363,7 @@ class TelegramBridge(ChatBridge):
         reason = "" if text in ("", "-") else text[:1000]
         who = display_name(message.from_user)
         press = Press(SURFACE, str(message.from_user.id), who, str(prompt.request_id), "d", reason)
-        outcome = apply_press(press, self.approvers)
+        outcome = apply_press(press, self.approvers_for)
         return [] if outcome.applied else [self._reply(chat_id, message.message_id, outcome.text)]
 
 
@@ -405,7 +437,7 @@ _bridge_lock = threading.Lock()
 
 
 def get_bridge() -> TelegramBridge | None:
-    """The process's Telegram bridge, or None when TELEGRAM_BOT_TOKEN/CHAT_ID are unset."""
+    """The process's Telegram bridge, or None when TELEGRAM_BOT_TOKEN is unset."""
     global _bridge
     with _bridge_lock:
         if _bridge is None:

@@ -6,5 +6,6 @@ from relay.bridges import views
 
 urlpatterns = [
     path("integrations/slack/actions", views.slack_actions, name="slack-actions"),
+    path("integrations/slack/commands", views.slack_commands, name="slack-commands"),
     path("integrations/telegram/webhook", views.telegram_webhook, name="telegram-webhook"),
 ]

@@ -31,7 +31,7 @@ def _error(status: int, message: str) -> JsonResponse:
 def slack_actions(request: HttpRequest) -> HttpResponse:
     bridge = slack.get_bridge()
     if bridge is None:
-        return _error(404, "the Slack bridge is off: set SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET and SLACK_CHANNEL")
+        return _error(404, "the Slack bridge is off: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET")
     body = request.body
     headers = request.headers
     if not bridge.verify(body, headers.get("X-Slack-Request-Timestamp"), headers.get("X-Slack-Signature")):
@@ -48,6 +48,27 @@ def slack_actions(request: HttpRequest) -> HttpResponse:
     if not applied:
         log.info("slack interaction already applied (retry %s)", request.headers.get("X-Slack-Retry-Num", "-"))
     return HttpResponse(status=200)
+
+
+@csrf_exempt  # authenticated by Slack's signature instead
+@require_POST
+def slack_commands(request: HttpRequest) -> HttpResponse:
+    """Slash commands: `/gatehouse link CODE` proves the sender's Slack account is theirs."""
+    bridge = slack.get_bridge()
+    if bridge is None:
+        return _error(404, "the Slack bridge is off: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET")
+    headers = request.headers
+    if not bridge.verify(request.body, headers.get("X-Slack-Request-Timestamp"), headers.get("X-Slack-Signature")):
+        log.warning("slack command refused: bad signature or outside the 5-minute window")
+        return _error(401, "invalid Slack signature or stale timestamp")
+    try:
+        text = bridge.apply_command(request.POST)
+    except ValueError as exc:
+        return _error(400, f"not a Slack slash command: {exc}")
+    except DatabaseError:
+        log.exception("slack command not applied")
+        return _error(503, "Gatehouse could not record this; try again")
+    return JsonResponse({"response_type": "ephemeral", "text": text})
 
 
 @csrf_exempt  # authenticated by the secret_token we gave Telegram in setWebhook

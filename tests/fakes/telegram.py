@@ -92,6 +92,22 @@ class FakeTelegram:
 
         return self._add_update(build)
 
+    def say(self, text: str, *, user_id: int, username: str = "", chat_id: str | None = None) -> int:
+        """A user writes to the bot: in their private chat (chat id = user id) unless `chat_id`."""
+
+        def build(uid: int) -> dict[str, Any]:
+            return {
+                "message": {
+                    "message_id": self._new_message_id(),
+                    "date": int(time.time()),
+                    "chat": _chat(chat_id or str(user_id)),
+                    "from": _user(user_id, username),
+                    "text": text,
+                }
+            }
+
+        return self._add_update(build)
+
     def _add_update(self, build: Callable[[int], dict[str, Any]]) -> int:
         with self.cond:
             update_id = self._next_update_id
@@ -117,6 +133,10 @@ class FakeTelegram:
     def cards(self) -> list[Sent]:
         with self.cond:
             return [m for m in self.messages.values() if m.buttons]
+
+    def sent_to(self, chat_id: str | int) -> list[Sent]:
+        with self.cond:
+            return [m for (chat, _), m in sorted(self.messages.items()) if chat == str(chat_id)]
 
     def card_for(self, text_part: str) -> Sent | None:
         with self.cond:

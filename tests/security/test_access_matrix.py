@@ -17,7 +17,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from approvals import services
-from approvals.models import Decision, Rule
+from approvals.models import ChatIdentity, Decision, Rule
 from tests.conftest import AgentPersona
 
 PERSONAS = [
@@ -78,6 +78,13 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     "rules_what_if": ("api/v1/rules/what-if", "post", "/api/v1/rules/what-if", {"since": "2000-01-01T00:00:00Z"}),
     "rules_suggestions": ("api/v1/rules/suggestions", "get", "/api/v1/rules/suggestions", None),
     "rules_autopilot": ("api/v1/rules/autopilot", "get", "/api/v1/rules/autopilot", None),
+    "chat_routes": ("api/v1/teams/<slug:team>/chat-routes", "get", "/api/v1/teams/default/chat-routes", None),
+    "chat_route_put": (
+        "api/v1/teams/<slug:team>/chat-routes/<str:surface>",
+        "put",
+        "/api/v1/teams/default/chat-routes/telegram",
+        {"channel": "-100777", "approvers": ["111"]},
+    ),
     "rules_autopilot_put": ("api/v1/rules/autopilot", "put", "/api/v1/rules/autopilot", {"enabled": False}),
     "rule_detail": ("api/v1/rules/<int:rule_id>", "get", "/api/v1/rules/{rule}", None),
     "rule_delete": ("api/v1/rules/<int:rule_id>", "delete", "/api/v1/rules/{rule}", None),
@@ -85,6 +92,7 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     "hook": ("hooks/claude-code", "post", "/hooks/claude-code", "HOOK"),
     "metrics": ("metrics", "get", "/metrics", None),
     "slack_actions": ("integrations/slack/actions", "post", "/integrations/slack/actions", {}),
+    "slack_commands": ("integrations/slack/commands", "post", "/integrations/slack/commands", {}),
     "telegram_webhook": ("integrations/telegram/webhook", "post", "/integrations/telegram/webhook", {}),
     "queue": ("", "get", "/", None),
     "manifest": ("manifest.webmanifest", "get", "/manifest.webmanifest", None),
@@ -163,10 +171,13 @@ rules_autopilot         401       401         401           403   403         40
 rules_autopilot_put     401       401         401           403   403         403    200      200      200
 rule_detail             401       401         401           403   403         200    200      404      200
 rule_delete             401       401         401           403   403         403    204      404      204
+chat_routes             401       401         401           403   403         403    200      404      200
+chat_route_put          401       401         401           403   403         403    200      404      200
 api_unknown             404       404         404           404   404         404    404      404      404
 hook                    401       401         401           200   200         401    401      401      401
 metrics                 200       200         200           200   200         200    200      200      200
 slack_actions           404       404         404           404   404         404    404      404      404
+slack_commands          404       404         404           404   404         404    404      404      404
 telegram_webhook        404       404         404           404   404         404    404      404      404
 queue                   302       302         302           302   302         200    200      200      200
 manifest                200       200         200           200   200         200    200      200      200
@@ -278,7 +289,7 @@ def fresh_objects(template: str, n: int, ci_bot: AgentPersona, alice: Any, defau
     if "{agent}" in template:
         found["agent"] = services.agent_create(name=f"spare-{n}", team=default_team)[0].pk
     if "{identity}" in template:
-        identity = services.chat_identity_link(user=alice, provider="telegram", external_id=str(1000 + n))
+        identity = ChatIdentity.objects.create(user=alice, provider="telegram", external_id=str(1000 + n))
         found["identity"] = identity.pk
     return found
 

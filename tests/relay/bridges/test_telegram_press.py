@@ -58,9 +58,13 @@ class TelegramPressTests:
     def test_it_names_the_linked_gatehouse_user_in_the_audit_log(
         self, fake_tg, telegram_bridge, telegram_poller, ci_bot, alice
     ):
+        from django.utils import timezone
+
         from approvals.models import ChatIdentity
 
-        ChatIdentity.objects.create(user=alice, provider="telegram", external_id=str(ALICE_TG))
+        ChatIdentity.objects.create(
+            user=alice, provider="telegram", external_id=str(ALICE_TG), proven_at=timezone.now()
+        )
         request = ask(ci_bot.agent, "npm run build")
         card = fake_tg.wait_for(lambda: fake_tg.card_for("ci-bot"))
         update_id = fake_tg.press(card, "Always allow", user_id=ALICE_TG)
@@ -87,9 +91,14 @@ class TelegramPressTests:
     def test_it_refuses_a_listed_approver_linked_to_another_team(
         self, fake_tg, telegram_bridge, telegram_poller, ci_bot, mallory
     ):
+        from django.utils import timezone
+
         from approvals.models import ChatIdentity
 
-        ChatIdentity.objects.create(user=mallory, provider="telegram", external_id=str(ALICE_TG))
+        # Proven (Alice's account sent Mallory's code): the person behind it decides nothing here.
+        ChatIdentity.objects.create(
+            user=mallory, provider="telegram", external_id=str(ALICE_TG), proven_at=timezone.now()
+        )
         request = ask(ci_bot.agent)
         card = fake_tg.wait_for(lambda: fake_tg.card_for("ci-bot"))
         update_id = fake_tg.press(card, "Allow once", user_id=ALICE_TG)
