@@ -1,7 +1,7 @@
 """The chat-route API: each team's own Telegram chat and Slack channel, and their approvers.
 
 `GET /api/v1/teams/{team}/chat-routes`, `PUT` and `DELETE /api/v1/teams/{team}/chat-routes/{surface}`,
-for the people who manage the team (`approvals.selectors.can_manage_team`).
+for the people who manage the team (`approvals.permissions.can_manage_team`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from approvals import permissions
 from approvals import selectors as approval_selectors
 from approvals.api.common import ApiView, IsPerson, StrictSerializer
 from approvals.api.rules import ERRORS
@@ -28,7 +29,7 @@ def team_for_manager(request: Request, name: str) -> Team:
     team = approval_selectors.teams_for(request.user).filter(name=name).first()
     if team is None:
         raise exceptions.NotFound(f"No team named {name!r} that you belong to.")
-    if not approval_selectors.can_manage_team(request.user, team.pk):
+    if not permissions.can_manage_team(request.user, team.pk):
         raise exceptions.PermissionDenied(f"Only managers of team {name!r} set its chat routes.")
     return team
 
@@ -49,6 +50,18 @@ def environment_routes() -> dict[str, selectors.Route | None]:
         else None,
         "slack": selectors.Route(settings.SLACK_CHANNEL, tuple(settings.SLACK_APPROVERS)) if slack else None,
     }
+
+
+class ChatIdField(serializers.RegexField):
+    """A chat user id as text ("111", "U0ALICE"): a JSON number is refused, not coerced."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(r"^[A-Za-z0-9_-]{1,64}$", **kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            raise serializers.ValidationError('must be a string, e.g. "111" or "U0ALICE"')
+        return str(super().to_internal_value(data))
 
 
 class ChatRouteOutputSerializer(serializers.Serializer):
@@ -82,9 +95,7 @@ class ChatRouteUpdateApi(ApiView):
 
     class InputSerializer(StrictSerializer):
         channel = serializers.CharField(max_length=200)
-        approvers = serializers.ListField(
-            child=serializers.RegexField(r"^[A-Za-z0-9_-]{1,64}$"), max_length=200, allow_empty=True
-        )
+        approvers = serializers.ListField(child=ChatIdField(), max_length=200, allow_empty=True)
 
         class Meta:
             ref_name = "ChatRouteInput"

@@ -174,3 +174,55 @@ class LinkCodeCorpusTests:
         client.force_login(mallory)
         assert client.post("/profile/", form).status_code in (200, 302)
         assert identities() == []
+
+
+def slash_command(secret: str, form: dict[str, str], *, timestamp: int | None = None) -> tuple[bytes, dict[str, str]]:
+    """A slash command's POST, signed as Slack signs it."""
+    import hashlib
+    import hmac
+    import time
+    from urllib.parse import urlencode
+
+    body = urlencode(form).encode()
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), f"v0:{ts}:".encode() + body, hashlib.sha256).hexdigest()
+    return body, {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": f"v0={digest}",
+    }
+
+
+class SlackLinkTests:
+    def test_a_signed_slash_command_links_the_sender_and_nothing_else_does(self, fake_sl, alice):
+        import time
+
+        import httpx
+
+        from tests.live import live_server
+        from tests.relay.bridges.conftest import ALICE_SLACK, SIGNING_SECRET, slack_env
+
+        code = profile_code(alice)
+        with live_server(**slack_env(fake_sl)) as srv:
+            url = f"{srv.url}/integrations/slack/commands"
+
+            def send(form: dict[str, str], secret: str = SIGNING_SECRET, **kw: Any) -> httpx.Response:
+                body, headers = slash_command(secret, form, **kw)
+                return httpx.post(url, content=body, headers=headers, timeout=10)
+
+            link = {"command": "/gatehouse", "text": f"link {code}", "user_id": "U0MALLORY"}
+            assert send(link, secret="not-the-secret").status_code == 401
+            assert send(link, timestamp=int(time.time()) - 600).status_code == 401  # outside the window
+            assert identities() == []  # an unsigned or stale command links nothing
+            answer = send({"command": "/gatehouse", "text": "hello", "user_id": ALICE_SLACK})
+            assert answer.status_code == 200 and "Unknown command" in answer.json()["text"]
+            assert send({"command": "/gatehouse", "text": f"link {code}"}).status_code == 400  # no sender
+            answer = send({"command": "/link", "text": code, "user_id": ALICE_SLACK})
+            assert answer.json() == {
+                "response_type": "ephemeral",
+                "text": "Linked: your presses here are now recorded as alice in Gatehouse.",
+            }
+            assert identities() == [("slack", ALICE_SLACK, "alice", True)]
+            replayed = send({"command": "/link", "text": code, "user_id": "U0MALLORY"})
+            assert "wrong or has expired" in replayed.json()["text"]
+        assert identities() == [("slack", ALICE_SLACK, "alice", True)]
