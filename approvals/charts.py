@@ -111,56 +111,70 @@ def buckets(since: datetime, until: datetime, *, hourly: bool) -> list[datetime]
 
 
 def time_chart(
-    points: list[tuple[datetime, int]],
+    points: list[tuple[datetime, str, int]],
     *,
+    causes: tuple[str, ...],
     since: datetime,
     until: datetime,
     hourly: bool,
     title: str,
-    link: Callable[[datetime, datetime], str] | None = None,
+    link: Callable[[datetime, datetime, str], str] | None = None,
 ) -> SafeString:
-    """Columns per day/hour, zero-filled, with the first, middle and last dates labelled.
+    """Columns per day/hour, zero-filled, stacked by cause, first, middle and last dates labelled.
 
-    - `link(start, end)`: each column with denials opens the audit rows of its day/hour.
+    - `points`: (bucket, cause, count); `causes` in stacking order, bottom first.
+    - `link(start, end, cause)`: each piece of a column opens the audit rows behind it.
     """
-    counts = {moment.replace(tzinfo=None): n for moment, n in points}
+    counts: dict[tuple[datetime, str], int] = {}
+    for moment, cause, n in points:
+        key = (moment.replace(tzinfo=None), cause)
+        counts[key] = counts.get(key, 0) + n
     slots = buckets(since, until, hourly=hourly)
-    values = [counts.get(slot.replace(tzinfo=None), 0) for slot in slots]
-    top = max(values, default=0) or 1
+    totals = [sum(counts.get((slot.replace(tzinfo=None), c), 0) for c in causes) for slot in slots]
+    top = max(totals, default=0) or 1
     chart_h, base = 120, 130
     step = TIME_WIDTH / max(1, len(slots))
-    columns = []
-    for index, (slot, value) in enumerate(zip(slots, values, strict=True)):
-        h = chart_h * value / top
+    span = timedelta(hours=1) if hourly else timedelta(days=1)
+    width = f"{max(1.0, step - 2):.1f}"
+    pieces = []
+    for index, slot in enumerate(slots):
         label = slot.strftime("%d %b %H:00" if hourly else "%d %b")
-        x, width = f"{index * step + 1:.1f}", f"{max(1.0, step - 2):.1f}"
-        columns.append((label, value, x, f"{base - h:.1f}", width, f"{h:.1f}"))
-    body = format_html_join(
-        "",
-        '<rect class="chart-col" x="{}" y="{}" width="{}" height="{}"><title>{}: {}</title></rect>',
-        ((c[2], c[3], c[4], c[5], c[0], c[1]) for c in columns),
-    )
+        x, y = f"{index * step + 1:.1f}", float(base)
+        for cause in causes:
+            value = counts.get((slot.replace(tzinfo=None), cause), 0)
+            if not value:
+                continue
+            h = chart_h * value / top
+            y -= h
+            href = link(slot, slot + span, cause) if link is not None else ""
+            pieces.append((href, label, cause, value, slug(cause), x, f"{y:.1f}", width, f"{h:.1f}"))
     if link is not None:
-        span = timedelta(hours=1) if hourly else timedelta(days=1)
         body = format_html_join(
             "",
-            '<a href="{}"><title>{}: {} denials, in the audit log</title>'
-            '<rect class="chart-col" x="{}" y="{}" width="{}" height="{}"></rect></a>',
-            (
-                (link(slot, slot + span), c[0], c[1], c[2], c[3], c[4], c[5])
-                for slot, c in zip(slots, columns, strict=True)
-                if c[1]
-            ),
+            '<a href="{}"><title>{}, {}: {} denials, in the audit log</title>'
+            '<rect class="chart-col cause-{}" x="{}" y="{}" width="{}" height="{}"></rect></a>',
+            pieces,
+        )
+    else:
+        body = format_html_join(
+            "",
+            '<rect class="chart-col cause-{}" x="{}" y="{}" width="{}" height="{}"><title>{}, {}: {}</title></rect>',
+            ((p[4], p[5], p[6], p[7], p[8], p[1], p[2], p[3]) for p in pieces),
         )
     ticks = [0, len(slots) // 2, len(slots) - 1] if len(slots) > 2 else list(range(len(slots)))
     anchors = ["start", "middle", "end"] if len(ticks) == 3 else ["start"] * len(ticks)
     labels = format_html_join(
         "",
         '<text class="chart-axis" x="{}" y="148" text-anchor="{}">{}</text>',
-        ((_tick_x(t, a, step), a, columns[t][0]) for t, a in zip(ticks, anchors, strict=True)),
+        (
+            (_tick_x(t, a, step), a, slots[t].strftime("%d %b %H:00" if hourly else "%d %b"))
+            for t, a in zip(ticks, anchors, strict=True)
+        ),
     )
     axis = mark_safe(f'<line class="chart-base" x1="0" y1="{base}" x2="{TIME_WIDTH}" y2="{base}"></line>')  # noqa: S308
-    peak = format_html('<text class="chart-axis" x="0" y="10">max {}</text>', max(values, default=0))
+    peak = format_html(
+        '<text class="chart-axis" x="0" y="10">max {} a {}</text>', max(totals, default=0), "hour" if hourly else "day"
+    )
     return format_html(
         '<svg class="chart chart-time" viewBox="0 0 {} 152" role="{}" aria-label="{}" xmlns="http://www.w3.org/2000/svg">'
         "<title>{}</title>{}{}{}{}</svg>",
@@ -173,6 +187,11 @@ def time_chart(
         labels,
         peak,
     )
+
+
+def slug(cause: str) -> str:
+    """A cause as a CSS class suffix: "safety check" -> "safety-check"."""
+    return cause.replace(" ", "-")
 
 
 def _tick_x(index: int, anchor: str, step: float) -> str:

@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from django import forms
+from django.utils import timezone
 
 from approvals import strict_json
 from approvals.models import Agent, Mode, RuleBehavior, RuleScope, RuleSource, Team
@@ -79,6 +80,26 @@ class BatchDecideForm(forms.Form):
         return {"behavior": behavior, "message": self.cleaned_data.get("message", "").strip()}
 
 
+LOCAL_INPUT = {"type": "datetime-local", "step": "1"}
+
+
+def _local_moments(data: Any, names: tuple[str, ...], fields: dict[str, forms.Field]) -> Any:
+    """`data` with each moment written as a `datetime-local` input shows it: the viewer's zone.
+
+    - A link may carry `2026-12-01T09:30:00+00:00`; the input cannot show an offset, so it
+      would stay empty and the filter silently drop on the next submit.
+    """
+    data = data.copy()
+    for name in names:
+        try:
+            moment = fields[name].clean(data.get(name))
+        except forms.ValidationError:
+            continue  # left as typed: the form says what is wrong with it
+        if moment is not None:
+            data[name] = timezone.localtime(moment).strftime("%Y-%m-%dT%H:%M:%S")
+    return data
+
+
 class AuditFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search")
     agent = forms.CharField(required=False, max_length=100)
@@ -89,8 +110,13 @@ class AuditFilterForm(forms.Form):
     rule = forms.CharField(required=False, max_length=4096)
     decided_by = forms.CharField(required=False, max_length=150)
     surface = forms.CharField(required=False, max_length=32)
-    since = forms.DateTimeField(required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
-    until = forms.DateTimeField(required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    since = forms.DateTimeField(required=False, widget=forms.DateTimeInput(attrs=LOCAL_INPUT))
+    until = forms.DateTimeField(required=False, widget=forms.DateTimeInput(attrs=LOCAL_INPUT))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.is_bound:
+            self.data = _local_moments(self.data, ("since", "until"), self.fields)
 
     def filters(self) -> dict[str, Any]:
         return {key: value for key, value in self.cleaned_data.items() if value not in (None, "")}
@@ -113,7 +139,9 @@ class RuleForm(forms.Form):
     project_path = forms.CharField(required=False, max_length=4096)
     session_id = forms.CharField(required=False, max_length=200)
     expires_at = forms.DateTimeField(
-        required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}), help_text="UTC; empty = never"
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+        help_text="in your time zone; empty = never",
     )
     ask_timeout = forms.IntegerField(required=False, min_value=1, max_value=86_400, help_text="seconds")
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))

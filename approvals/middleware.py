@@ -1,11 +1,15 @@
-"""Content-Security-Policy for every page: scripts only from our own static files."""
+"""Content-Security-Policy for every page (scripts only from our own static files), the
+viewer's time zone, and database connections given back as each request ends."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.db import connections
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 
 POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -50,3 +54,41 @@ class ReleaseConnectionsMiddleware:
             for conn in connections.all(initialized_only=True):
                 if not conn.in_atomic_block:
                     conn.close_if_unusable_or_obsolete()
+
+
+# `static/time.js` sets this cookie to the browser's IANA zone ("Europe/Paris").
+TIME_ZONE_COOKIE = "gh_tz"
+ZONE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+\-]*(/[A-Za-z0-9_+\-]+){0,2}")
+
+
+def viewer_time_zone(name: str) -> ZoneInfo | None:
+    """The zone a cookie names, or None for anything that is not a known IANA zone name."""
+    if not name or len(name) > 64 or not ZONE_NAME.fullmatch(name):
+        return None
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+class ViewerTimeZoneMiddleware:
+    """Render a page's times in the viewer's zone (the cookie), not the server's UTC.
+
+    - Pushed cards are rendered without a request, in UTC; `static/time.js` rewrites
+      every `<time>` in the browser's zone, so both end up the same.
+    - Day and hour buckets of the denials monitor follow the active zone too.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        zone = viewer_time_zone(request.COOKIES.get(TIME_ZONE_COOKIE, ""))
+        if zone is None:
+            timezone.deactivate()
+        else:
+            timezone.activate(zone)
+        try:
+            return self.get_response(request)
+        finally:
+            timezone.deactivate()

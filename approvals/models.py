@@ -236,18 +236,18 @@ class Decision(models.Model):
             models.Index(fields=["agent", "tool_name", "created_at"], name="decision_agent_tool_created"),
             models.Index(fields=["behavior", "created_at"], name="decision_behavior_created"),
             # The denials monitor reads only these (index-only scans on PostgreSQL): the
-            # denials with every column it groups by, split by the rule's length because
+            # denials with every column it groups by (the cause, too), split by the rule's length because
             # a B-tree entry must stay under ~2.7 kB, and the asks people answered or
             # let time out.
             models.Index(
                 fields=["team", "created_at"],
-                include=["tool_name", "agent", "decided_by", "rule"],
+                include=["tool_name", "agent", "decided_by", "rule", "reason_type"],
                 condition=models.Q(behavior="deny") & models.Q(LessThanOrEqual(Length("rule"), INDEXED_RULE_CHARS)),
                 name="decision_denied_short_rule",
             ),
             models.Index(
                 fields=["team", "created_at"],
-                include=["tool_name", "agent", "decided_by"],
+                include=["tool_name", "agent", "decided_by", "reason_type"],
                 condition=models.Q(behavior="deny") & models.Q(GreaterThan(Length("rule"), INDEXED_RULE_CHARS)),
                 name="decision_denied_long_rule",
             ),

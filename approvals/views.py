@@ -324,7 +324,9 @@ def denials(request: HttpRequest) -> HttpResponse:
     days = request.GET.get("days", "7")
     if days not in WINDOWS:
         days = "7"
-    now = timezone.now()
+    # In the viewer's zone (days and hours are theirs), on a whole minute, so the links to
+    # the audit log carry no seconds or microseconds; the period ends at the next minute.
+    now = timezone.localtime().replace(second=0, microsecond=0) + timedelta(minutes=1)
     since = now - timedelta(days=int(days))
     hourly = days == "1"
     user = request.user
@@ -340,16 +342,18 @@ def denials(request: HttpRequest) -> HttpResponse:
         "days": days,
         "windows": WINDOWS,
         "window_label": WINDOWS[days],
-        "total": sum(n for _, n in over_time),
+        "total": sum(n for _, _, n in over_time),
         **_denial_rates(user, since, now, audit),
         "time_chart": charts.time_chart(
             over_time,
+            causes=selectors.CAUSE_ORDER,
             since=since,
             until=now,
             hourly=hourly,
-            title="Denials over time",
-            link=lambda start, end: _audit_link(start, end)(),
+            title="Denials over time, by cause",
+            link=lambda start, end, cause: _audit_link(start, end)(**CAUSE_FILTERS[cause]),
         ),
+        "legend": [{"cause": cause, "slug": charts.slug(cause)} for cause in selectors.CAUSE_ORDER],
         "charts": [
             by_chart("By tool", "tool", "tool"),
             by_chart("By agent", "agent", "agent"),

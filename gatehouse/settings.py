@@ -115,6 +115,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Times on pages in the viewer's zone (a cookie static/time.js sets).
+    "approvals.middleware.ViewerTimeZoneMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "approvals.middleware.ContentSecurityPolicyMiddleware",
 ]

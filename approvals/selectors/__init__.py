@@ -27,6 +27,7 @@ from approvals.selectors.identities import (
     teams_for,
 )
 from approvals.selectors.monitor import (
+    CAUSE_ORDER,
     DENIAL_CAUSES,
     DENIAL_DIMENSIONS,
     decision_period,
@@ -73,6 +74,7 @@ from approvals.selectors.rules import (
 )
 
 __all__ = [
+    "CAUSE_ORDER",
     "DENIAL_CAUSES",
     "DENIAL_DIMENSIONS",
     "TeamRules",

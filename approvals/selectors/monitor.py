@@ -44,23 +44,27 @@ def _denials(user: User | AnonymousUser, since: datetime) -> list[QuerySet[Decis
     ]
 
 
-def denials_over_time(
-    user: User | AnonymousUser, since: datetime, *, hourly: bool = False
-) -> list[tuple[datetime, int]]:
-    """Denials per day (or hour) since `since`, oldest first."""
-    bucket = TruncHour("created_at") if hourly else TruncDay("created_at")
-    short, long = (
-        part.annotate(bucket=bucket).values_list("bucket").annotate(n=Count("*")).order_by()
-        for part in _denials(user, since)
-    )
-    counts: Counter[datetime] = Counter()
-    for moment, n in short.union(long, all=True):
-        counts[moment] += n
-    return sorted(counts.items())
-
-
 # What denied a call, as the monitor splits it; any other reason type counts as "other".
 DENIAL_CAUSES = {"rule": "rule", "user": "person", "timeout": "timeout", "safetyCheck": "safety check"}
+CAUSE_ORDER = (*DENIAL_CAUSES.values(), "other")
+
+
+def denials_over_time(
+    user: User | AnonymousUser, since: datetime, *, hourly: bool = False
+) -> list[tuple[datetime, str, int]]:
+    """Denials per day (or hour, in the active time zone) and cause since `since`, oldest first."""
+    bucket = TruncHour("created_at") if hourly else TruncDay("created_at")
+    short, long = (
+        part.annotate(bucket=bucket).values_list("bucket", "reason_type").annotate(n=Count("*")).order_by()
+        for part in _denials(user, since)
+    )
+    counts: Counter[tuple[datetime, str]] = Counter()
+    for moment, reason_type, n in short.union(long, all=True):
+        counts[(moment, DENIAL_CAUSES.get(reason_type, "other"))] += n
+    return sorted(
+        ((moment, cause, n) for (moment, cause), n in counts.items()),
+        key=lambda item: (item[0], CAUSE_ORDER.index(item[1])),
+    )
 
 
 def decision_period(user: User | AnonymousUser, since: datetime, until: datetime) -> dict[str, Any]:
@@ -73,7 +77,7 @@ def decision_period(user: User | AnonymousUser, since: datetime, until: datetime
         .order_by()
     )
     decided = 0
-    causes: Counter[str] = Counter({cause: 0 for cause in (*DENIAL_CAUSES.values(), "other")})
+    causes: Counter[str] = Counter({cause: 0 for cause in CAUSE_ORDER})
     for behavior, reason_type, n in counts:
         decided += n
         if behavior == "deny":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django import template
 
@@ -85,3 +85,23 @@ def left(moment: datetime | None) -> str:
     if remaining <= 0:
         return "expiring…"
     return f"{duration_text(remaining)} left"
+
+
+# How a moment is written: the server's text (in the viewer's zone once the cookie is
+# set) is what a page without JavaScript shows; `static/time.js` rewrites it with the
+# browser's own zone and locale, using `data-style`.
+LOCAL_FORMATS = {"datetime": "j M Y, H:i T", "seconds": "j M Y, H:i:s T", "date": "j M Y", "time": "H:i:s T"}
+
+
+@register.filter
+def local(moment: datetime | None, style: str = "datetime") -> str:
+    """A moment as `<time>` in the viewer's zone, to the minute (or second); never microseconds."""
+    from django.utils import dateformat, timezone
+    from django.utils.html import format_html
+
+    if moment is None:
+        return "—"
+    style = style if style in LOCAL_FORMATS else "datetime"
+    text = dateformat.format(timezone.localtime(moment), LOCAL_FORMATS[style])
+    stamp = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_html('<time class="local" datetime="{}" data-style="{}">{}</time>', stamp, style, text)

@@ -51,7 +51,7 @@ class DenialsMonitorTests:
 
         over_time = selectors.denials_over_time(alice, a_week_ago())
         top = selectors.denials_top(alice, a_week_ago())
-        assert sum(n for _, n in over_time) == 3
+        assert sum(n for _, _, n in over_time) == 3
         assert top["rule"] == [("Bash(rm:*)", 2), (long_rule.rule, 1)]
         assert top["tool"] == [("Bash", 3)]
         assert top["agent"] == [("ci-bot", 3)]
@@ -67,7 +67,7 @@ class DenialsMonitorTests:
 
         assert selectors.denials_top(admin, a_week_ago())["agent"] == [("other-bot", 2), ("ci-bot", 1)]
         assert selectors.denials_top(mallory, a_week_ago())["agent"] == [("other-bot", 2)]
-        assert sum(n for _, n in selectors.denials_over_time(admin, a_week_ago(), hourly=True)) == 3
+        assert sum(n for _, _, n in selectors.denials_over_time(admin, a_week_ago(), hourly=True)) == 3
 
     def test_it_interpolates_time_to_decision_percentiles(self, alice: Any, pending: Any) -> None:
         for index in range(4):

@@ -65,3 +65,37 @@ class DenialsPageTests:
         services.request_decide(request_id=asked.pk, behavior="deny", surface="web", user=alice)
         html = client_for(mallory).get("/denials/").content.decode()
         assert '<span class="num" id="stat-denials">0</span>' in html
+
+
+@pytest.mark.django_db
+class DenialsOverTimeByCauseTests:
+    def test_it_stacks_each_day_by_cause_and_links_each_piece_to_its_audit_query(
+        self, alice: Any, ci_bot: Any, default_team: Any
+    ) -> None:
+        import re
+        from html import unescape
+        from urllib.parse import parse_qs, urlsplit
+
+        services.rule_create(rule="Bash(rm:*)", behavior="deny", source="projectSettings", team=default_team)
+        for _ in range(2):
+            submit(ci_bot.agent, "rm -rf build")
+        asked = submit(ci_bot.agent, "make deploy", session="other").request
+        services.request_decide(request_id=asked.pk, behavior="deny", surface="web", user=alice)
+        html = client_for(alice).get("/denials/?days=7").content.decode()
+        chart = re.search(r'<svg class="chart chart-time".*?</svg>', html, re.S)
+        assert chart
+        pieces = re.findall(
+            r'<a href="([^"]+)"><title>[^<]*: (\d+) denials, in the audit log</title>'
+            r'<rect class="chart-col cause-([a-z-]+)"',
+            chart.group(),
+        )
+        assert sorted((cause, n) for _, n, cause in pieces) == [("person", "1"), ("rule", "2")]
+        for href, _, cause in pieces:
+            query = parse_qs(urlsplit(unescape(href)).query)
+            assert query["reason_type"] == [{"rule": "rule", "person": "user"}[cause]]
+            assert query["behavior"] == ["deny"]
+            for moment in (query["since"][0], query["until"][0]):
+                assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", moment), moment
+            rows = client_for(alice).get(unescape(href)).content.decode()
+            assert rows.count('<tr>\n      <td><a href="/audit/') == {"rule": 2, "person": 1}[cause]
+        assert 'class="legend"' in html and "safety check" in html
