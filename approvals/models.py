@@ -16,6 +16,10 @@ from django.db.models.lookups import GreaterThan, LessThanOrEqual
 
 
 class Role(models.TextChoices):
+    """A person's role in one team, ranked: a viewer watches, an approver also decides,
+    an admin also manages the team's people and settings (approvals/permissions.py)."""
+
+    ADMIN = "admin", "Admin"
     APPROVER = "approver", "Approver"
     VIEWER = "viewer", "Viewer"
 

@@ -1,8 +1,9 @@
-"""Who may see and decide what: the one place a person's team roles are checked.
+"""Who may see, decide and manage what: the one place a person's team roles are checked.
 
 Views, the API, the sockets and the chat bridges ask here; none checks a role inline.
-A person sees their teams' requests and decides them only as an approver; a superuser
-is above every team.
+Roles are ranked per team: a viewer sees the team's requests, an approver also decides
+them, an admin also manages the team (its people, its settings, its stop switch). A
+superuser is above every team: an admin of all of them without being a member.
 """
 
 from __future__ import annotations
@@ -16,25 +17,41 @@ from django.http import Http404
 from approvals import selectors
 from approvals.models import Membership, PermissionRequest, Role
 
+# Each role includes every power of the roles ranked below it.
+RANK: dict[str, int] = {Role.VIEWER: 0, Role.APPROVER: 1, Role.ADMIN: 2}
+
+
+def at_least(role: str | None, needed: str) -> bool:
+    """Whether `role` (None: no role) carries the powers of `needed`."""
+    return role is not None and RANK.get(role, -1) >= RANK[needed]
+
+
+def _roles_from(needed: str) -> list[str]:
+    return [role for role, rank in RANK.items() if rank >= RANK[needed]]
+
 
 def team_ids_for(user: User | AnonymousUser, *, role: str | None = None) -> list[int] | None:
-    """The teams a person may see (or decide in, with role=approver); None means all."""
+    """The teams a person may see, or where they hold at least `role`; None means all.
+
+    - `role=Role.APPROVER` is where they may decide (admins decide too);
+      `role=Role.ADMIN` is where they manage the team.
+    """
     if not user.is_authenticated or not user.is_active:
         return []
     if user.is_superuser:
         return None
     memberships = Membership.objects.filter(user=user)
     if role is not None:
-        memberships = memberships.filter(role=role)
+        memberships = memberships.filter(role__in=_roles_from(role))
     return list(memberships.values_list("team_id", flat=True))
 
 
 def role_in(user: User | AnonymousUser, team_id: int) -> str | None:
-    """The person's role in one team (`approver` for a superuser), or None outside it."""
+    """The person's role in one team (`admin` for a superuser), or None outside it."""
     if not user.is_authenticated or not user.is_active:
         return None
     if user.is_superuser:
-        return Role.APPROVER
+        return Role.ADMIN
     return Membership.objects.filter(user=user, team_id=team_id).values_list("role", flat=True).first()
 
 
@@ -45,11 +62,11 @@ def role_among(user: Any, roles: Mapping[int, str]) -> str | None:
     """
     if user is None or not user.is_authenticated or not user.is_active:
         return None
-    return Role.APPROVER if user.is_superuser else roles.get(user.pk)
+    return Role.ADMIN if user.is_superuser else roles.get(user.pk)
 
 
 def can_decide(user: User | AnonymousUser, request: PermissionRequest) -> bool:
-    return role_in(user, request.team_id) == Role.APPROVER
+    return at_least(role_in(user, request.team_id), Role.APPROVER)
 
 
 def can_see(user: User | AnonymousUser, team_id: int) -> bool:
@@ -57,13 +74,22 @@ def can_see(user: User | AnonymousUser, team_id: int) -> bool:
 
 
 def can_manage_team(user: User | AnonymousUser, team_id: int) -> bool:
-    """Whether a person may write the team's rules and register or revoke its agents."""
-    teams = team_ids_for(user, role=Role.APPROVER)
-    return teams is None or team_id in teams
+    """Whether a person may write the team's rules and register or revoke its agents (approvers and up)."""
+    return at_least(role_in(user, team_id), Role.APPROVER)
+
+
+def is_team_admin(user: User | AnonymousUser, team_id: int) -> bool:
+    """Whether the person manages this team: its people, settings and stop switch."""
+    return at_least(role_in(user, team_id), Role.ADMIN)
 
 
 def is_approver_anywhere(user: User | AnonymousUser) -> bool:
     teams = team_ids_for(user, role=Role.APPROVER)
+    return teams is None or bool(teams)
+
+
+def is_admin_anywhere(user: User | AnonymousUser) -> bool:
+    teams = team_ids_for(user, role=Role.ADMIN)
     return teams is None or bool(teams)
 
 

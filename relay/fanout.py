@@ -60,7 +60,7 @@ class PushedCard:
     def html_for(self, user: Any) -> str | None:
         """The variant `user` may see, or None when the card is not theirs to see."""
         role = permissions.role_among(user, self.roles)
-        if role == Role.APPROVER:
+        if permissions.at_least(role, Role.APPROVER):
             return self.html_approver
         if role == Role.VIEWER:
             return self.html_viewer

@@ -46,5 +46,5 @@ def request_for_card(request_id: Any) -> PermissionRequest | None:
 
 
 def team_roles(team_id: int) -> dict[int, str]:
-    """Every member of the team with their role: user id -> "approver" | "viewer"."""
+    """Every member of the team with their role: user id -> "admin" | "approver" | "viewer"."""
     return dict(Membership.objects.filter(team_id=team_id).values_list("user_id", "role"))

@@ -1,7 +1,7 @@
 """Personas shared by the whole suite, and the real services tests run against.
 
-Alice approves in the default team, Bob only views it, Mallory belongs to another team,
-and `ci-bot` is the default team's agent.
+Alice approves in the default team, Bob only views it, Carol is its team admin, Mallory
+belongs to another team, and `ci-bot` is the default team's agent.
 """
 
 from __future__ import annotations
@@ -131,6 +131,12 @@ def alice(default_team: Any) -> Any:
 def bob(default_team: Any) -> Any:
     """Bob can watch the default team's queue but not decide."""
     return _person("bob", default_team, "viewer")
+
+
+@pytest.fixture
+def carol(default_team: Any) -> Any:
+    """Carol is the default team's admin: she decides and manages its people and settings."""
+    return _person("carol", default_team, "admin")
 
 
 @pytest.fixture

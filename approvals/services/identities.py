@@ -167,6 +167,6 @@ def person_deactivate(*, user: User) -> None:
 
 def membership_set(*, user: User, team: Team, role: str) -> Membership:
     if role not in Role.values:
-        raise ServiceError(f"unknown role {role!r}; use approver or viewer")
+        raise ServiceError(f"unknown role {role!r}; use viewer, approver or admin")
     membership, _ = Membership.objects.update_or_create(user=user, team=team, defaults={"role": role})
     return membership

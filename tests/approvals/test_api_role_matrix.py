@@ -19,6 +19,7 @@ PERSONAS = [
     "other_agent",
     "viewer",
     "approver",
+    "team_admin",
     "outsider",
     "admin",
 ]
@@ -27,26 +28,26 @@ PERSONAS = [
 # of the default team (ci-bot's pending request, a default-team rule) for every cell.
 # The schema is public (it holds no data); a token that is sent must still be valid.
 EXPECTED = """
-endpoint        anonymous wrong_token revoked_token agent other_agent viewer approver outsider admin
-submit          401       401         401           202   202         403    403      403      403
-list            401       401         401           403   403         200    200      200      200
-detail          401       401         401           202   404         202    202      404      202
-cancel          401       401         401           200   404         403    403      403      403
-decide          401       401         401           403   403         403    200      404      200
-audit           401       401         401           403   403         200    200      200      200
-rules_list      401       401         401           403   403         200    200      200      200
-rules_create    401       401         401           403   403         403    201      403      201
-rule_detail     401       401         401           403   403         200    200      404      200
-rule_update     401       401         401           403   403         403    200      404      200
-rule_delete     401       401         401           403   403         403    204      404      204
-rules_explain   401       401         401           403   403         200    200      200      200
-rules_what_if   401       401         401           403   403         200    200      200      200
-rules_suggest   401       401         401           403   403         403    200      200      200
-autopilot_get   401       401         401           403   403         403    200      200      200
-autopilot_put   401       401         401           403   403         403    200      200      200
-health          401       401         401           200   200         200    200      200      200
-schema          200       401         401           200   200         200    200      200      200
-claude_hook     401       401         401           200   200         403    403      403      403
+endpoint        anonymous wrong_token revoked_token agent other_agent viewer approver team_admin outsider admin
+submit          401       401         401           202   202         403    403      403        403      403
+list            401       401         401           403   403         200    200      200        200      200
+detail          401       401         401           202   404         202    202      202        404      202
+cancel          401       401         401           200   404         403    403      403        403      403
+decide          401       401         401           403   403         403    200      200        404      200
+audit           401       401         401           403   403         200    200      200        200      200
+rules_list      401       401         401           403   403         200    200      200        200      200
+rules_create    401       401         401           403   403         403    201      201        403      201
+rule_detail     401       401         401           403   403         200    200      200        404      200
+rule_update     401       401         401           403   403         403    200      200        404      200
+rule_delete     401       401         401           403   403         403    204      204        404      204
+rules_explain   401       401         401           403   403         200    200      200        200      200
+rules_what_if   401       401         401           403   403         200    200      200        200      200
+rules_suggest   401       401         401           403   403         403    200      200        200      200
+autopilot_get   401       401         401           403   403         403    200      200        200      200
+autopilot_put   401       401         401           403   403         403    200      200        200      200
+health          401       401         401           200   200         200    200      200        200      200
+schema          200       401         401           200   200         200    200      200        200      200
+claude_hook     401       401         401           200   200         403    403      403        403      403
 """
 
 ENDPOINTS: dict[str, tuple[str, str, Any]] = {
@@ -95,7 +96,15 @@ def expected_table() -> dict[tuple[str, str], int]:
 @pytest.mark.django_db(transaction=True)
 class RoleMatrixTests:
     def test_it_gives_every_persona_exactly_the_expected_status_on_every_endpoint(
-        self, ci_bot: Any, other_bot: Any, alice: Any, bob: Any, mallory: Any, admin: Any, default_team: Any
+        self,
+        ci_bot: Any,
+        other_bot: Any,
+        alice: Any,
+        bob: Any,
+        carol: Any,
+        mallory: Any,
+        admin: Any,
+        default_team: Any,
     ) -> None:
         revoked, revoked_token = services.agent_create(name="retired-bot", team=default_team)
         services.agent_revoke(agent=revoked)
@@ -107,6 +116,7 @@ class RoleMatrixTests:
             "other_agent": lambda: Api(other_bot.auth),
             "viewer": lambda: person_api(bob),
             "approver": lambda: person_api(alice),
+            "team_admin": lambda: person_api(carol),
             "outsider": lambda: person_api(mallory),
             "admin": lambda: person_api(admin),
         }

@@ -33,4 +33,4 @@ class Command(BaseCommand):
             else:
                 # Printed once, here; it is stored only as a hash.
                 self.stdout.write(f"Created admin user {username!r} with password: {password}")
-        services.membership_set(user=admin, team=team, role=Role.APPROVER)
+        services.membership_set(user=admin, team=team, role=Role.ADMIN)
