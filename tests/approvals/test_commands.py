@@ -78,7 +78,7 @@ class CommandErrorTests:
         assert again.getvalue() == ""
         admin = get_user_model().objects.get(username="admin")
         assert admin.is_superuser and admin.check_password("a-long-admin-password-1")
-        assert Membership.objects.get(user=admin).role == "approver"
+        assert Membership.objects.get(user=admin).role == "admin"
 
     def test_it_prints_a_generated_password_when_none_is_given(self, db: None, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv("GATEHOUSE_ADMIN_PASSWORD", raising=False)
