@@ -10,7 +10,7 @@ from django import forms
 from django.utils import timezone
 
 from approvals import strict_json
-from approvals.models import Agent, Mode, RuleBehavior, RuleScope, RuleSource, Team
+from approvals.models import Agent, Mode, Role, RuleBehavior, RuleScope, RuleSource, Team
 from policy.decision import REASON_TYPES
 
 # The order people read sources in: settings-class sources weakest to strongest, then
@@ -198,6 +198,20 @@ class AgentForm(forms.Form):
     name = forms.CharField(max_length=100)
     team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
     mode = forms.ChoiceField(choices=Mode.choices, initial=Mode.DEFAULT, label="Default mode")
+
+    def __init__(self, *args: Any, teams: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = teams  # type: ignore[attr-defined]
+        if teams.count() == 1:
+            self.fields["team"].widget = forms.HiddenInput()
+            self.fields["team"].initial = teams.first()
+
+
+class PersonInviteForm(forms.Form):
+    username = forms.CharField(max_length=150, label="User name")
+    email = forms.EmailField(required=False, label="Email (optional)")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.APPROVER)
+    team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
 
     def __init__(self, *args: Any, teams: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

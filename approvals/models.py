@@ -19,9 +19,9 @@ class Role(models.TextChoices):
     """A person's role in one team, ranked: a viewer watches, an approver also decides,
     an admin also manages the team's people and settings (approvals/permissions.py)."""
 
-    ADMIN = "admin", "Admin"
-    APPROVER = "approver", "Approver"
     VIEWER = "viewer", "Viewer"
+    APPROVER = "approver", "Approver"
+    ADMIN = "admin", "Admin"
 
 
 class Mode(models.TextChoices):

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from approvals import learning_views, views
+from approvals import learning_views, people_views, views
 
 urlpatterns = [
     path("", views.queue, name="queue"),
@@ -23,6 +23,9 @@ urlpatterns = [
     path("agents/", views.agents, name="agents"),
     path("agents/<int:agent_id>/revoke/", views.agent_revoke, name="agent-revoke"),
     path("agents/<int:agent_id>/pins/", views.agent_pin, name="agent-pin"),
+    path("people/", people_views.people, name="people"),
+    path("people/<slug:team_name>/<int:user_id>/role/", people_views.person_role, name="person-role"),
+    path("people/<slug:team_name>/<int:user_id>/remove/", people_views.person_remove, name="person-remove"),
     path("profile/", views.profile, name="profile"),
     path("profile/identities/<int:identity_id>/delete/", views.chat_identity_delete, name="chat-identity-delete"),
 ]

@@ -55,6 +55,7 @@ def _page(request: HttpRequest, template: str, context: dict[str, Any], *, statu
     """Render a page with what every page shows: the pending count in the title and nav."""
     context.setdefault("pending_count", selectors.pending_requests(request.user).count())
     context.setdefault("is_approver", permissions.is_approver_anywhere(request.user))
+    context.setdefault("is_team_admin", permissions.is_admin_anywhere(request.user))
     return render(request, template, context, status=status)
 
 

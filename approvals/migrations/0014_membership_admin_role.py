@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='membership',
             name='role',
-            field=models.CharField(choices=[('admin', 'Admin'), ('approver', 'Approver'), ('viewer', 'Viewer')], default='viewer', max_length=16),
+            field=models.CharField(choices=[("viewer", "Viewer"), ("approver", "Approver"), ("admin", "Admin")], default='viewer', max_length=16),
         ),
     ]

@@ -12,6 +12,7 @@ from approvals import permissions
 from approvals.models import (
     Agent,
     ChatIdentity,
+    Membership,
     PersonalToken,
     Role,
     Team,
@@ -59,3 +60,19 @@ def teams_deciding(user: User | AnonymousUser) -> QuerySet[Team]:
 
 def chat_identities_for(user: Any) -> QuerySet[ChatIdentity]:
     return ChatIdentity.objects.filter(user=user).order_by("provider", "external_id")
+
+
+def teams_administered(user: User | AnonymousUser) -> QuerySet[Team]:
+    """The teams whose people, settings and stop switch a person manages."""
+    teams = permissions.team_ids_for(user, role=Role.ADMIN)
+    found = Team.objects.all() if teams is None else Team.objects.filter(pk__in=teams)
+    return found.order_by("name")
+
+
+def team_members(team: Team) -> QuerySet[Membership]:
+    """A team's people with their roles, by name."""
+    return Membership.objects.filter(team=team).select_related("user").order_by("user__username")
+
+
+def member_of(team: Team, user_id: int) -> Membership | None:
+    return Membership.objects.filter(team=team, user_id=user_id).select_related("user").first()

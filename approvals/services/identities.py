@@ -8,10 +8,17 @@ import posixpath
 import secrets
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import DatabaseError
+from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.tokens import default_token_generator
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, transaction
 from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 
 from approvals import events
 from approvals.models import (
@@ -170,3 +177,74 @@ def membership_set(*, user: User, team: Team, role: str) -> Membership:
         raise ServiceError(f"unknown role {role!r}; use viewer, approver or admin")
     membership, _ = Membership.objects.update_or_create(user=user, team=team, defaults={"role": role})
     return membership
+
+
+def person_add(*, username: str, team: Team, role: str, email: str = "", password: str | None = None) -> User:
+    """Add a person to a team with a role, creating them when the name is new.
+
+    - A new person without `password` gets none that works: they set it through
+      `person_login_link`. A password is checked by Django's validators.
+    - A person removed earlier (deactivated) is made active again; their password stays.
+    - A name already in the team is an error: change the role with `membership_set`.
+    """
+    if role not in Role.values:
+        raise ServiceError(f"unknown role {role!r}; use viewer, approver or admin")
+    username = username.strip()
+    try:
+        User.username_validator(username)
+    except ValidationError as exc:
+        raise ServiceError(f"{username!r} is not a valid user name: {' '.join(exc.messages)}") from exc
+    user = User.objects.filter(username=username).first()
+    if user is not None and Membership.objects.filter(user=user, team=team).exists():
+        raise ServiceError(f"{username} is already in team {team.name!r}; change their role instead")
+    if password is not None:
+        try:
+            validate_password(password, user)
+        except ValidationError as exc:
+            raise ServiceError(" ".join(exc.messages)) from exc
+    with transaction.atomic():
+        if user is None:
+            user = User.objects.create_user(username=username, email=email, password=password)
+        elif not user.is_active:
+            User.objects.filter(pk=user.pk).update(is_active=True)
+            user.is_active = True
+        if password is not None and not user.check_password(password):
+            user.set_password(password)
+            user.save(update_fields=["password"])
+        membership_set(user=user, team=team, role=role)
+    return user
+
+
+def person_login_link(*, user: User) -> str:
+    """A one-time link at which the person sets their password and can log in.
+
+    - Django's password-reset token: it stops working once the password is set (or
+      they log in), and after PASSWORD_RESET_TIMEOUT (three days by default).
+    """
+    uid = urlsafe_base64_encode(force_bytes(user.pk))
+    token = default_token_generator.make_token(user)
+    return settings.PUBLIC_URL + reverse("password_reset_confirm", args=[uid, token])
+
+
+def person_role_change(*, user: User, team: Team, role: str) -> Membership:
+    """Change a member's role; their open sockets close, so every page re-reads what they may do."""
+    if not Membership.objects.filter(user=user, team=team).exists():
+        raise ServiceError(f"{user.get_username()} is not in team {team.name!r}")
+    membership = membership_set(user=user, team=team, role=role)
+    events.end_user_sessions(user.pk)
+    return membership
+
+
+def person_remove(*, user: User, team: Team) -> None:
+    """Take a person out of a team: their sockets close; out of their last team, they are deactivated.
+
+    - Every HTTP request checks the person's teams again, so a session of someone still
+      in other teams sees nothing of this one from the next page on. Someone in no team
+      any more cannot log in at all (`person_deactivate`, which also ends their sessions).
+    """
+    if Membership.objects.filter(user=user, team=team).delete()[0] == 0:
+        raise ServiceError(f"{user.get_username()} is not in team {team.name!r}")
+    if not user.is_superuser and not Membership.objects.filter(user=user).exists():
+        person_deactivate(user=user)
+    else:
+        events.end_user_sessions(user.pk)

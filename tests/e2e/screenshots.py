@@ -45,7 +45,7 @@ def seed() -> dict[str, Any]:
     users = get_user_model().objects
     alice = users.create_user("alice", password="alice-password-1")
     bob = users.create_user("bob", password="bob-password-1")
-    services.membership_set(user=alice, team=team, role="approver")
+    services.membership_set(user=alice, team=team, role="admin")
     services.membership_set(user=bob, team=team, role="viewer")
     ci, _ = services.agent_create(name="ci-bot", team=team, owner=alice, mode="default")
     laptop, _ = services.agent_create(name="alice-laptop", team=team, owner=alice, mode="acceptEdits")
@@ -141,6 +141,7 @@ def shoot(data: dict[str, Any]) -> list[Path]:
         "rules": "/rules/",
         "agents": "/agents/",
         "profile": "/profile/",
+        "people": "/people/",
     }
     connection.close()
     OUT.mkdir(parents=True, exist_ok=True)

@@ -28,6 +28,7 @@ PERSONAS = [
     "other_agent",
     "viewer",
     "approver",
+    "team_admin",
     "outsider",
     "admin",
 ]
@@ -127,6 +128,19 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     "agent_revoke_page": ("agents/<int:agent_id>/revoke/", "post", "/agents/{agent}/revoke/", {}),
     "agent_pin_page": ("agents/<int:agent_id>/pins/", "post", "/agents/{agent}/pins/", {}),
     "profile_page": ("profile/", "get", "/profile/", None),
+    "people_page": ("people/", "get", "/people/", None),
+    "person_role_page": (
+        "people/<slug:team_name>/<int:user_id>/role/",
+        "post",
+        "/people/default/{member}/role/",
+        {"role": "viewer"},
+    ),
+    "person_remove_page": (
+        "people/<slug:team_name>/<int:user_id>/remove/",
+        "post",
+        "/people/default/{member}/remove/",
+        {},
+    ),
     "identity_delete_page": (
         "profile/identities/<int:identity_id>/delete/",
         "post",
@@ -143,63 +157,66 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
 # answer everyone; the hook endpoint takes only an agent's bearer token, never a session.
 # Pages hide other teams' objects with 404 and refuse viewers' writes with 403.
 EXPECTED = """
-route                   anonymous wrong_token revoked_token agent other_agent viewer approver outsider admin
-login_page              200       200         200           200   200         200    200      200      200
-logout                  302       302         302           302   302         302    302      302      302
-password_change         302       302         302           302   302         200    200      200      200
-password_change_done    302       302         302           302   302         200    200      200      200
-password_reset          200       200         200           200   200         200    200      200      200
-password_reset_done     200       200         200           200   200         200    200      200      200
-password_reset_confirm  200       200         200           200   200         200    200      200      200
-password_reset_complete 200       200         200           200   200         200    200      200      200
-schema                  200       401         401           200   200         200    200      200      200
-api_docs                200       401         401           200   200         200    200      200      200
-health                  401       401         401           200   200         200    200      200      200
-submit                  401       401         401           202   202         403    403      403      403
-list                    401       401         401           403   403         200    200      200      200
-detail                  401       401         401           202   404         202    202      404      202
-cancel                  401       401         401           200   404         403    403      403      403
-decide                  401       401         401           403   403         403    200      404      200
-audit_api               401       401         401           403   403         200    200      200      200
-audit_csv               401       401         401           403   403         200    200      200      200
-rules_list              401       401         401           403   403         200    200      200      200
-rules_create            401       401         401           403   403         403    201      201      201
-rules_explain           401       401         401           403   403         200    200      200      200
-rules_what_if           401       401         401           403   403         200    200      200      200
-rules_suggestions       401       401         401           403   403         403    200      200      200
-rules_autopilot         401       401         401           403   403         403    200      200      200
-rules_autopilot_put     401       401         401           403   403         403    200      200      200
-rule_detail             401       401         401           403   403         200    200      404      200
-rule_delete             401       401         401           403   403         403    204      404      204
-chat_routes             401       401         401           403   403         403    200      404      200
-chat_route_put          401       401         401           403   403         403    200      404      200
-api_unknown             404       404         404           404   404         404    404      404      404
-hook                    401       401         401           200   200         401    401      401      401
-metrics                 200       200         200           200   200         200    200      200      200
-slack_actions           404       404         404           404   404         404    404      404      404
-slack_commands          404       404         404           404   404         404    404      404      404
-telegram_webhook        404       404         404           404   404         404    404      404      404
-queue                   302       302         302           302   302         200    200      200      200
-manifest                200       200         200           200   200         200    200      200      200
-hook_bundle             200       200         200           200   200         200    200      200      200
-request_page            302       302         302           302   302         200    200      404      200
-request_decide_page     302       302         302           302   302         403    302      404      302
-audit_page              302       302         302           302   302         200    200      200      200
-audit_detail_page       302       302         302           302   302         200    200      404      200
-denials_page            302       302         302           302   302         200    200      200      200
-rules_page              302       302         302           302   302         200    200      200      200
-rules_explain_page      302       302         302           302   302         200    200      200      200
-rules_what_if_page      302       302         302           302   302         400    200      400      200
-rules_autopilot_page    302       302         302           302   302         403    302      403      302
-rule_edit_page          302       302         302           302   302         403    200      404      200
-rule_delete_page        302       302         302           302   302         403    302      404      302
-agents_page             302       302         302           302   302         200    200      200      200
-agent_revoke_page       302       302         302           302   302         403    302      404      302
-agent_pin_page          302       302         302           302   302         403    302      404      302
-profile_page            302       302         302           302   302         200    200      200      200
-identity_delete_page    302       302         302           302   302         404    302      404      404
-admin                   302       302         302           302   302         302    302      302      200
-admin_login             200       200         200           200   200         200    200      200      200
+route                   anonymous wrong_token revoked_token agent other_agent viewer approver team_admin outsider admin
+login_page              200       200         200           200   200         200    200      200        200      200
+logout                  302       302         302           302   302         302    302      302        302      302
+password_change         302       302         302           302   302         200    200      200        200      200
+password_change_done    302       302         302           302   302         200    200      200        200      200
+password_reset          200       200         200           200   200         200    200      200        200      200
+password_reset_done     200       200         200           200   200         200    200      200        200      200
+password_reset_confirm  200       200         200           200   200         200    200      200        200      200
+password_reset_complete 200       200         200           200   200         200    200      200        200      200
+schema                  200       401         401           200   200         200    200      200        200      200
+api_docs                200       401         401           200   200         200    200      200        200      200
+health                  401       401         401           200   200         200    200      200        200      200
+submit                  401       401         401           202   202         403    403      403        403      403
+list                    401       401         401           403   403         200    200      200        200      200
+detail                  401       401         401           202   404         202    202      202        404      202
+cancel                  401       401         401           200   404         403    403      403        403      403
+decide                  401       401         401           403   403         403    200      200        404      200
+audit_api               401       401         401           403   403         200    200      200        200      200
+audit_csv               401       401         401           403   403         200    200      200        200      200
+rules_list              401       401         401           403   403         200    200      200        200      200
+rules_create            401       401         401           403   403         403    201      201        201      201
+rules_explain           401       401         401           403   403         200    200      200        200      200
+rules_what_if           401       401         401           403   403         200    200      200        200      200
+rules_suggestions       401       401         401           403   403         403    200      200        200      200
+rules_autopilot         401       401         401           403   403         403    200      200        200      200
+rules_autopilot_put     401       401         401           403   403         403    200      200        200      200
+rule_detail             401       401         401           403   403         200    200      200        404      200
+rule_delete             401       401         401           403   403         403    204      204        404      204
+chat_routes             401       401         401           403   403         403    200      200        404      200
+chat_route_put          401       401         401           403   403         403    200      200        404      200
+api_unknown             404       404         404           404   404         404    404      404        404      404
+hook                    401       401         401           200   200         401    401      401        401      401
+metrics                 200       200         200           200   200         200    200      200        200      200
+slack_actions           404       404         404           404   404         404    404      404        404      404
+slack_commands          404       404         404           404   404         404    404      404        404      404
+telegram_webhook        404       404         404           404   404         404    404      404        404      404
+queue                   302       302         302           302   302         200    200      200        200      200
+manifest                200       200         200           200   200         200    200      200        200      200
+hook_bundle             200       200         200           200   200         200    200      200        200      200
+request_page            302       302         302           302   302         200    200      200        404      200
+request_decide_page     302       302         302           302   302         403    302      302        404      302
+audit_page              302       302         302           302   302         200    200      200        200      200
+audit_detail_page       302       302         302           302   302         200    200      200        404      200
+denials_page            302       302         302           302   302         200    200      200        200      200
+rules_page              302       302         302           302   302         200    200      200        200      200
+rules_explain_page      302       302         302           302   302         200    200      200        200      200
+rules_what_if_page      302       302         302           302   302         400    200      200        400      200
+rules_autopilot_page    302       302         302           302   302         403    302      302        403      302
+rule_edit_page          302       302         302           302   302         403    200      200        404      200
+rule_delete_page        302       302         302           302   302         403    302      302        404      302
+agents_page             302       302         302           302   302         200    200      200        200      200
+agent_revoke_page       302       302         302           302   302         403    302      302        404      302
+agent_pin_page          302       302         302           302   302         403    302      302        404      302
+profile_page            302       302         302           302   302         200    200      200        200      200
+identity_delete_page    302       302         302           302   302         404    302      404        404      404
+people_page             302       302         302           302   302         403    403      200        403      200
+person_role_page        302       302         302           302   302         403    403      302        404      302
+person_remove_page      302       302         302           302   302         403    403      302        404      302
+admin                   302       302         302           302   302         302    302      302        302      200
+admin_login             200       200         200           200   200         200    200      200        200      200
 """
 
 
@@ -245,7 +262,14 @@ def hook_body(n: int) -> dict[str, Any]:
 
 @pytest.fixture
 def callers(
-    ci_bot: AgentPersona, other_bot: AgentPersona, alice: Any, bob: Any, mallory: Any, admin: Any, default_team: Any
+    ci_bot: AgentPersona,
+    other_bot: AgentPersona,
+    alice: Any,
+    bob: Any,
+    carol: Any,
+    mallory: Any,
+    admin: Any,
+    default_team: Any,
 ) -> dict[str, Callable[[], Client]]:
     revoked, revoked_token = services.agent_create(name="retired-bot", team=default_team)
     services.agent_revoke(agent=revoked)
@@ -269,6 +293,7 @@ def callers(
         "other_agent": bearer(other_bot.token),
         "viewer": session(bob),
         "approver": session(alice),
+        "team_admin": session(carol),
         "outsider": session(mallory),
         "admin": session(admin),
     }
@@ -288,6 +313,8 @@ def fresh_objects(template: str, n: int, ci_bot: AgentPersona, alice: Any, defau
         found["rule"] = rule.pk
     if "{agent}" in template:
         found["agent"] = services.agent_create(name=f"spare-{n}", team=default_team)[0].pk
+    if "{member}" in template:
+        found["member"] = services.person_add(username=f"member-{n}", team=default_team, role="approver").pk
     if "{identity}" in template:
         identity = ChatIdentity.objects.create(user=alice, provider="telegram", external_id=str(1000 + n))
         found["identity"] = identity.pk

@@ -287,7 +287,26 @@ def deactivate_by_service(srv: LiveServer, alice: Any, admin_cookie: str) -> int
     return 302
 
 
-CREDENTIAL_CHANGES = [change_own_password, admin_sets_password, deactivate_by_service]
+def removed_by_team_admin(srv: LiveServer, alice: Any, admin_cookie: str) -> int:
+    """The people page's Remove (alice is in no other team, so she is deactivated)."""
+    opener = build_opener(NoRedirect())
+    page = opener.open(Request(f"{srv.url}/people/", headers={"Cookie": f"sessionid={admin_cookie}"}))
+    csrf = next(
+        c.split("=", 1)[1].split(";")[0] for c in page.headers.get_all("Set-Cookie") or [] if c.startswith("csrftoken=")
+    )
+    request = Request(
+        f"{srv.url}/people/default/{alice.pk}/remove/",
+        data=urlencode({"csrfmiddlewaretoken": csrf}).encode(),
+        method="POST",
+        headers={"Cookie": f"sessionid={admin_cookie}; csrftoken={csrf}", "Referer": srv.url + "/people/"},
+    )
+    try:
+        return int(opener.open(request).status)
+    except HTTPError as exc:
+        return int(exc.code)
+
+
+CREDENTIAL_CHANGES = [change_own_password, admin_sets_password, deactivate_by_service, removed_by_team_admin]
 
 
 class CredentialChangeEndsSocketsTests:
