@@ -66,6 +66,7 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
         "/api/v1/permission-requests/{req}/decision",
         {"behavior": "allow"},
     ),
+    "decide_batch": ("api/v1/permission-requests/decisions", "post", "/api/v1/permission-requests/decisions", "BATCH"),
     "audit_api": ("api/v1/audit", "get", "/api/v1/audit", None),
     "audit_csv": ("api/v1/audit", "get", "/api/v1/audit?format=csv", None),
     "rules_list": ("api/v1/rules", "get", "/api/v1/rules", None),
@@ -100,6 +101,7 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     "hook_bundle": ("agent/gatehouse-hook.pyz", "get", "/agent/gatehouse-hook.pyz", None),
     "request_page": ("requests/<uuid:request_id>/", "get", "/requests/{req}/", None),
     "request_decide_page": ("requests/<uuid:request_id>/decide", "post", "/requests/{req}/decide", {"action": "once"}),
+    "decide_batch_page": ("requests/decide-batch", "post", "/requests/decide-batch", "BATCH_FORM"),
     "audit_page": ("audit/", "get", "/audit/", None),
     "audit_detail_page": ("audit/<int:decision_id>/", "get", "/audit/{decision}/", None),
     "denials_page": ("denials/", "get", "/denials/", None),
@@ -174,6 +176,7 @@ list                    401       401         401           403   403         20
 detail                  401       401         401           202   404         202    202      202        404      202
 cancel                  401       401         401           200   404         403    403      403        403      403
 decide                  401       401         401           403   403         403    200      200        404      200
+decide_batch            401       401         401           403   403         403    200      200        404      200
 audit_api               401       401         401           403   403         200    200      200        200      200
 audit_csv               401       401         401           403   403         200    200      200        200      200
 rules_list              401       401         401           403   403         200    200      200        200      200
@@ -198,6 +201,7 @@ manifest                200       200         200           200   200         20
 hook_bundle             200       200         200           200   200         200    200      200        200      200
 request_page            302       302         302           302   302         200    200      200        404      200
 request_decide_page     302       302         302           302   302         403    302      302        404      302
+decide_batch_page       302       302         302           302   302         403    302      302        404      302
 audit_page              302       302         302           302   302         200    200      200        200      200
 audit_detail_page       302       302         302           302   302         200    200      200        404      200
 denials_page            302       302         302           302   302         200    200      200        200      200
@@ -330,13 +334,12 @@ def actual_table(
         for persona in PERSONAS:
             n = next(counter)
             path = template.format(**fresh_objects(template, n, ci_bot, alice, default_team))
-            payload = (
-                {"ASK": {**ASK, "tool_use_id": f"s{n}"}, "HOOK": hook_body(n), **team_forms(default_team)}.get(
-                    body, body
-                )
-                if isinstance(body, str)
-                else body
-            )
+            named = {"ASK": {**ASK, "tool_use_id": f"s{n}"}, "HOOK": hook_body(n), **team_forms(default_team)}
+            if body in ("BATCH", "BATCH_FORM"):  # a fresh pending request to decide in a batch of one
+                ids = [str(fresh_objects("{req}", n, ci_bot, alice, default_team)["req"])]
+                named["BATCH"] = {"ids": ids, "behavior": "deny"}
+                named["BATCH_FORM"] = {"ids": ids, "action": "deny"}
+            payload = named.get(body, body) if isinstance(body, str) else body
             client = callers[persona]()
             if payload is None:
                 response = getattr(client, method)(path)
