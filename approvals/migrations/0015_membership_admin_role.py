@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('approvals', '0013_chat_link_codes'),
+        ('approvals', '0014_denied_index_cause'),
     ]
 
     operations = [
