@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 __all__ = ["FRAME_TYPES", "FrameShapeError", "check_frame"]
 
@@ -74,8 +74,12 @@ class CardRef(_Frame):
 
 
 class SnapshotFrame(_Frame):
+    """One part of a snapshot: the list is whole once part `parts` arrived."""
+
     type: Literal["snapshot"]
     requests: list[CardRef]
+    part: int = Field(ge=1)
+    parts: int = Field(ge=1)
 
 
 class CreatedFrame(_Frame):

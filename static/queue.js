@@ -1,7 +1,8 @@
 // The live queue (and the request detail page): cards arrive and change over /ws/dashboard/.
 //
-// Protocol (relay/consumers.py): send {"type":"subscribe"} first; the server answers with
-// a snapshot of pending cards (which replaces the list: it is the truth after any gap),
+// Protocol (relay/consumers/dashboard.py): send {"type":"subscribe"} first; the server answers
+// with a snapshot of pending cards in parts {requests, part, parts} (frames stay small); once
+// the last part arrived the list replaces the queue (it is the truth after any gap),
 // then pushes request.created / decided / cancelled / expired with the card's HTML,
 // request.claimed / request.released {id, by} ("alice is reviewing") and request.progress {id, data}.
 // Card HTML is rendered and escaped by the server from the same partial the page uses.
@@ -24,6 +25,7 @@
   // Every pending request of the person's teams, from the snapshot and the pushes: the
   // nav badge and the title count these, not the cards this page happens to show.
   let pendingIds = null;
+  let snapshotParts = [];
 
   function setLive(state, text) {
     if (!live) return;
@@ -122,7 +124,11 @@
     try { msg = JSON.parse(event.data); } catch (e) { return; }
     switch (msg.type) {
       case "snapshot":
-        snapshot(msg.requests || []);
+        if (msg.part === 1 || !msg.part) snapshotParts = [];
+        snapshotParts.push(...(msg.requests || []));
+        if ((msg.part || 1) < (msg.parts || 1)) break;
+        snapshot(snapshotParts);
+        snapshotParts = [];
         // Live from here on: the list is the server's truth and every later push will arrive.
         setLive("live", "live");
         break;

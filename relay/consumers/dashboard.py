@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -29,22 +31,29 @@ from relay.consumers.base import (
 log = logging.getLogger(__name__)
 
 
-# What one card may weigh in a snapshot: a 280 KB command made the snapshot frame too
-# large for clients with a 1 MiB frame limit, breaking it for the whole team.
-MAX_SNAPSHOT_CARD_BYTES = 64 * 1024
+# What one card may weigh in a frame: a 280 KB command made the snapshot frame too large
+# for clients with a 1 MiB frame limit, breaking it for the whole team.
+MAX_CARD_BYTES = 64 * 1024
+# What one snapshot frame may weigh: ~370 ordinary cards passed 1 MiB in one frame. A
+# snapshot is sent in parts under this size (with a card at most MAX_CARD_BYTES, JSON
+# escaping at most doubles it, so a part always fits a 1 MiB client).
+MAX_SNAPSHOT_FRAME_BYTES = 256 * 1024
+# A subscribe renders every pending card of the person's teams; one socket may ask that
+# again only after this long (a reconnect is a new socket and subscribes at once).
+SNAPSHOT_MIN_INTERVAL = 2.0
 
 
-def _card_within_limit(request: PermissionRequest, html: str) -> str:
+def card_within_limit(request_id: uuid.UUID | str, html: str) -> str:
     """The card, or a short stand-in that sends the person to the request's own page."""
-    if len(html.encode()) <= MAX_SNAPSHOT_CARD_BYTES:
+    if len(html.encode()) <= MAX_CARD_BYTES:
         return html
     return format_html(
         '<article class="card card-pending" id="req-{id}" data-id="{id}" data-state="pending">'
         '<p>This call is too large to show in the queue ({size} KB). <a href="{url}">Open it</a> '
         "to read it in full and decide.</p></article>",
-        id=request.pk,
+        id=request_id,
         size=len(html.encode()) // 1024,
-        url=reverse("request-detail", args=[request.pk]),
+        url=reverse("request-detail", args=[request_id]),
     )
 
 
@@ -54,12 +63,26 @@ def _snapshot(user: Any) -> list[dict[str, str]]:
     return [
         {
             "id": str(r.pk),
-            "html": _card_within_limit(
-                r, render_card_as(r, can_decide=approver_of is None or r.team_id in approver_of)
+            "html": card_within_limit(
+                r.pk, render_card_as(r, can_decide=approver_of is None or r.team_id in approver_of)
             ),
         }
         for r in selectors.pending_requests(user)
     ]
+
+
+def snapshot_parts(requests: list[dict[str, str]], limit: int = MAX_SNAPSHOT_FRAME_BYTES) -> list[list[dict[str, str]]]:
+    """The snapshot cut into parts whose JSON stays under `limit` bytes (at least one part)."""
+    parts: list[list[dict[str, str]]] = [[]]
+    size = 0
+    for item in requests:
+        weight = len(json.dumps(item).encode()) + 1
+        if parts[-1] and size + weight > limit:
+            parts.append([])
+            size = 0
+        parts[-1].append(item)
+        size += weight
+    return parts
 
 
 def _visible_team(request_id: uuid.UUID, user: Any) -> int | None:
@@ -101,6 +124,7 @@ class DashboardConsumer(GatehouseConsumer):
         self.joined: list[str] = []
         self.closing = False
         self.subscribed = False
+        self.last_snapshot_at = -SNAPSHOT_MIN_INTERVAL
         self.user = self.scope.get("user")
         await self.accept()
         if self.user is None or not self.user.is_authenticated:
@@ -142,8 +166,14 @@ class DashboardConsumer(GatehouseConsumer):
                 await fanout.GROUPS.join(group, self.inbox)
                 self.team_groups.append(group)
             self.subscribed = True
-        requests = await db(_snapshot)(self.user)
-        await self.send_json({"type": "snapshot", "requests": requests})
+        now = time.monotonic()
+        wait = self.last_snapshot_at + SNAPSHOT_MIN_INTERVAL - now
+        if wait > 0:
+            raise FrameError("too_soon", f"a snapshot was just sent; subscribe again in {wait:.1f} s at the earliest")
+        self.last_snapshot_at = now
+        parts = snapshot_parts(await db(_snapshot)(self.user))
+        for number, part in enumerate(parts, start=1):
+            await self.send_json({"type": "snapshot", "requests": part, "part": number, "parts": len(parts)})
 
     async def on_open(self, frame: dict[str, Any]) -> None:
         await self._announce_review(frame, "request.claimed")
@@ -174,7 +204,7 @@ class DashboardConsumer(GatehouseConsumer):
         card = await fanout.CARDS.card(event)
         html = card.html_for(self.user) if card is not None else None
         if card is not None and html is not None:
-            await self.send_json({"type": "request.created", "id": card.id, "html": html})
+            await self.send_json({"type": "request.created", "id": card.id, "html": card_within_limit(card.id, html)})
 
     async def request_finished(self, event: dict[str, Any]) -> None:
         card = await fanout.CARDS.card(event)
@@ -184,7 +214,7 @@ class DashboardConsumer(GatehouseConsumer):
                 {
                     "type": event["type"],
                     "id": card.id,
-                    "html": html,
+                    "html": card_within_limit(card.id, html),
                     "behavior": event.get("behavior"),
                     "decided_by": event.get("decided_by"),
                     "surface": event.get("surface"),

@@ -40,7 +40,7 @@ GOOD: list[dict[str, Any]] = [
     },
     {"type": "error", "code": "invalid_frame", "message": "send JSON", "ref": None},
     RECONNECT_FRAME,
-    {"type": "snapshot", "requests": [{"id": "x", "html": "<article></article>"}]},
+    {"type": "snapshot", "requests": [{"id": "x", "html": "<article></article>"}], "part": 1, "parts": 1},
     {"type": "request.created", "id": "x", "html": "<article></article>"},
     {"type": "request.expired", "id": "x", "html": "", "behavior": "deny", "decided_by": "timeout", "surface": "timer"},
     {"type": "request.claimed", "id": "x", "by": "alice"},
@@ -52,7 +52,8 @@ BAD: list[Any] = [
     {"type": "decision", "ref": 1, "id": None, "status": "decided", "decision": {**DECISION, "behavior": "ask"}},
     {"type": "decision", "ref": 1, "id": None, "status": "thinking", "decision": DECISION},
     {"type": "error", "code": "x"},  # no message
-    {"type": "snapshot", "requests": [{"id": "x"}]},  # a card without html
+    {"type": "snapshot", "requests": [{"id": "x"}], "part": 1, "parts": 1},  # a card without html
+    {"type": "snapshot", "requests": [], "part": 0, "parts": 1},  # parts count from 1
     {"type": "request.created", "id": "x", "html": "", "extra": 1},  # unknown field
     {"type": "request.deleted", "id": "x"},  # unknown type
     {"type": "pending", "ref": "r", "id": "x", "secret": "leak"},
