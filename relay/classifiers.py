@@ -27,14 +27,14 @@ from relay.race import Offer
 
 log = logging.getLogger(__name__)
 
-# verdict: {"name": str, "behavior": "allow" | "deny" | None, "reason": str}
-Verdict = dict[str, Any]
+# An answer: {"name": str, "behavior": "allow" | "deny" | None, "reason": str}
+ClassifierAnswer = dict[str, Any]
 
 
 class Classifier(Protocol):
     name: str
 
-    def classify(self, call: dict[str, Any]) -> Verdict:
+    def classify(self, call: dict[str, Any]) -> ClassifierAnswer:
         """Judge one call (`tool_name`, `tool_input`, `cwd`, ...). Never raises."""
         ...
 
@@ -42,7 +42,7 @@ class Classifier(Protocol):
 class ReadOnlyClassifier:
     name = "readonly"
 
-    def classify(self, call: dict[str, Any]) -> Verdict:
+    def classify(self, call: dict[str, Any]) -> ClassifierAnswer:
         kwargs: dict[str, Any] = {
             "cwd": call.get("cwd") or "/",
             "additional_directories": tuple(call.get("additional_directories") or ()),
@@ -76,7 +76,7 @@ class LLMClassifier:
         self.model = model or settings.GATEHOUSE_CLASSIFIER_MODEL
         self.client = anthropic.Anthropic(api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=1)
 
-    def classify(self, call: dict[str, Any]) -> Verdict:
+    def classify(self, call: dict[str, Any]) -> ClassifierAnswer:
         described = json.dumps(
             {"tool_name": call.get("tool_name"), "tool_input": call.get("tool_input"), "cwd": call.get("cwd")},
             default=str,
@@ -94,7 +94,7 @@ class LLMClassifier:
         text = "".join(getattr(block, "text", "") for block in message.content)
         return self._verdict(text)
 
-    def _verdict(self, text: str) -> Verdict:
+    def _verdict(self, text: str) -> ClassifierAnswer:
         match = re.search(r"\{.*\}", text, re.DOTALL)
         try:
             data = json.loads(match.group(0)) if match else {}
