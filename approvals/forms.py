@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from approvals import strict_json
 from approvals.models import Agent, Mode, Role, RuleBehavior, RuleScope, RuleSource, Team
+from approvals.services import MAX_ANSWER_MESSAGE_CHARS, MAX_REMEMBER_HOURS, MIN_REMEMBER_HOURS
 from policy.decision import REASON_TYPES
 
 # The order people read sources in: settings-class sources weakest to strongest, then
@@ -44,8 +45,8 @@ class DecideForm(forms.Form):
     action = forms.ChoiceField(choices=[(a, a) for a in ACTIONS])
     # "Always allow" may narrow to this project instead of everyone.
     scope = forms.ChoiceField(choices=[("always", "everyone"), ("project", "this project")], required=False)
-    hours = forms.FloatField(required=False, min_value=0.01, max_value=24 * 365)
-    message = forms.CharField(required=False, max_length=2000)
+    hours = forms.FloatField(required=False, min_value=MIN_REMEMBER_HOURS, max_value=MAX_REMEMBER_HOURS)
+    message = forms.CharField(required=False, max_length=MAX_ANSWER_MESSAGE_CHARS)
 
     def decision(self) -> dict[str, Any]:
         """The keyword arguments `services.request_decide` takes for this press."""

@@ -24,7 +24,7 @@ PG_WORKERS="${GATEHOUSE_TEST_PG_WORKERS:-$(nproc)}"
 SQLITE_MARKS="not postgresql"
 PG_MARKS="(db_engine or postgresql) and not script_smoke"
 if [ "${GATEHOUSE_TEST_ALL:-0}" != 1 ]; then SQLITE_MARKS="$SQLITE_MARKS and not script_smoke"; fi
-LOGS="var/test-logs"
+LOGS="var/test-passes"
 mkdir -p "$LOGS"
 
 run_suites() {

@@ -223,10 +223,16 @@ class PermissionRequestDecideApi(ApiView):
 
     class InputSerializer(StrictSerializer):
         behavior = serializers.ChoiceField(choices=["allow", "deny"])
-        message = serializers.CharField(max_length=10_000, required=False, allow_blank=True, default="")
+        message = serializers.CharField(
+            max_length=services.MAX_ANSWER_MESSAGE_CHARS, required=False, allow_blank=True, default=""
+        )
         remember = serializers.ChoiceField(choices=list(services.REMEMBER_CHOICES), required=False, default="once")
         remember_hours = serializers.FloatField(
-            required=False, allow_null=True, min_value=0.01, max_value=24 * 366, default=None
+            required=False,
+            allow_null=True,
+            min_value=services.MIN_REMEMBER_HOURS,
+            max_value=services.MAX_REMEMBER_HOURS,
+            default=None,
         )
         updated_input = serializers.JSONField(required=False, allow_null=True, default=None)
 

@@ -47,6 +47,9 @@ from approvals.services.identities import (
 )
 from approvals.services.outcomes import (
     AUDIT_UNAVAILABLE,
+    MAX_ANSWER_MESSAGE_CHARS,
+    MAX_REMEMBER_HOURS,
+    MIN_REMEMBER_HOURS,
     REMEMBER_CHOICES,
     AuditUnavailable,
     DecideResult,
@@ -64,7 +67,10 @@ __all__ = [
     "CHAT_PROVIDERS",
     "HOLDER_WAIT_SECONDS",
     "LINK_CODE_LIFETIME",
+    "MAX_ANSWER_MESSAGE_CHARS",
     "MAX_PINNED_ROOTS",
+    "MAX_REMEMBER_HOURS",
+    "MIN_REMEMBER_HOURS",
     "REMEMBER_CHOICES",
     "REPLAY_WINDOW",
     "SAFETY_FLOOR_DETAIL",

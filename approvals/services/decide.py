@@ -30,6 +30,9 @@ from approvals.models import (
 from approvals.services.autopilot import autopilot_after_allow, autopilot_demote
 from approvals.services.outcomes import (
     AUDIT_UNAVAILABLE,
+    MAX_ANSWER_MESSAGE_CHARS,
+    MAX_REMEMBER_HOURS,
+    MIN_REMEMBER_HOURS,
     REMEMBER_CHOICES,
     AuditUnavailable,
     DecideResult,
@@ -68,6 +71,10 @@ def request_decide(
         raise ServiceError(f"behavior must be allow or deny, not {behavior!r}")
     if remember not in REMEMBER_CHOICES:
         raise ServiceError(f"remember must be one of {', '.join(REMEMBER_CHOICES)}, not {remember!r}")
+    if remember_hours is not None and not MIN_REMEMBER_HOURS <= remember_hours <= MAX_REMEMBER_HOURS:
+        raise ServiceError(f"remember_hours must be between {MIN_REMEMBER_HOURS} and {MAX_REMEMBER_HOURS}")
+    if len(message) > MAX_ANSWER_MESSAGE_CHARS:
+        raise ServiceError(f"the message may be at most {MAX_ANSWER_MESSAGE_CHARS:,} characters, not {len(message):,}")
     decided_by = decided_by or (user.get_username() if user is not None else surface)
     store = registry.claim_store
     claim = store.claim(str(request_id), f"{decided_by} via {surface}") if store is not None else None

@@ -17,6 +17,12 @@ AUDIT_UNAVAILABLE = "audit unavailable: Gatehouse could not record this decision
 
 
 REMEMBER_CHOICES = ("once", "session", "project", "always")
+# An answer's limits, the same on every surface (the dashboard's form, the API, chat):
+# `services.request_decide` enforces them, and the form and the API serializer take their
+# field limits from here so a person sees the error beside the field.
+MAX_ANSWER_MESSAGE_CHARS = 10_000
+MAX_REMEMBER_HOURS = 24 * 366  # a grant lasts at most a (leap) year
+MIN_REMEMBER_HOURS = 0.01
 
 
 class AuditUnavailable(Exception):
