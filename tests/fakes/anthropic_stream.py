@@ -8,7 +8,9 @@ JSON message. `POST /v1/messages/count_tokens` answers a token count.
 
 The script: the first main-loop request (one that offers the scripted tool) gets the
 `tool_use`; once a request carries the `tool_result` for it, the turn ends with a short
-text. Side requests (titles, summaries, quota checks) get a plain text answer. Every
+text. `fake_anthropic_calls` plays a list of calls instead, one per request, each after
+the previous one's `tool_result`, so one CLI process can run hundreds of calls. Side
+requests (titles, summaries, quota checks) get a plain text answer. Every
 request body is kept, and the `tool_result` the model was sent is captured, so a test can
 assert exactly what the model saw.
 """
@@ -22,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 MODEL = "claude-sonnet-4-5-20250929"
 
@@ -76,6 +78,31 @@ class FakeAnthropic:
         if self.tool_use.id in answered:
             return [{"type": "text", "text": self.tool_use.final_text}]
         call = self.tool_use if self.prelude is None or self.prelude.id in answered else self.prelude
+        return [{"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}]
+
+
+@dataclass
+class FakeAnthropicCalls:
+    """A script of many calls: each main-loop request gets the first call not yet answered."""
+
+    calls: list[ScriptedToolUse]
+    final_text: str = "Done."
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    url: str = ""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, path: str, body: dict[str, Any]) -> None:
+        with self._lock:
+            self.requests.append(body)
+
+    def answer(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        offered = {t.get("name") for t in body.get("tools") or []}
+        if not offered:  # a side request: a title, a summary
+            return [{"type": "text", "text": "Gatehouse test"}]
+        answered = {r.get("tool_use_id") for r in _tool_results(body)}
+        call = next((c for c in self.calls if c.id not in answered), None)
+        if call is None or call.name not in offered:
+            return [{"type": "text", "text": self.final_text}]
         return [{"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}]
 
 
@@ -156,7 +183,7 @@ def _message(blocks: list[dict[str, Any]], model: str) -> dict[str, Any]:
     }
 
 
-def _handler(state: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
+def _handler(state: FakeAnthropic | FakeAnthropicCalls) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -221,7 +248,22 @@ def _handler(state: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def fake_anthropic(tool_use: ScriptedToolUse, prelude: ScriptedToolUse | None = None) -> Iterator[FakeAnthropic]:
     """Serve the fake API on a free 127.0.0.1 port for the duration of the block."""
-    state = FakeAnthropic(tool_use=tool_use, prelude=prelude)
+    with _serving(FakeAnthropic(tool_use=tool_use, prelude=prelude)) as state:
+        yield state
+
+
+@contextmanager
+def fake_anthropic_calls(calls: list[ScriptedToolUse]) -> Iterator[FakeAnthropicCalls]:
+    """Serve a fake API that plays ``calls`` one after another."""
+    with _serving(FakeAnthropicCalls(calls=calls)) as state:
+        yield state
+
+
+_State = TypeVar("_State", FakeAnthropic, FakeAnthropicCalls)
+
+
+@contextmanager
+def _serving(state: _State) -> Iterator[_State]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
