@@ -362,6 +362,11 @@ def denials(request: HttpRequest) -> HttpResponse:
             by_chart("By decider", "decider", "decided_by"),
         ],
         "humans": selectors.human_decision_stats(user, since),
+        "approvers": [
+            {"stats": stats, "href": audit(behavior="", decided_by=stats.user, reason_type="user")}
+            for stats in selectors.approver_stats(user, since, now)
+        ],
+        "rubber_stamp_s": int(selectors.RUBBER_STAMP_MS / 1000),
         "loops": selectors.sessions_in_denial_loops(user, since),
         "denial_limit": settings.GATEHOUSE_DENIAL_LIMIT,
     }

@@ -218,6 +218,7 @@ DB_ENGINE_SUITES = (
     "tests/approvals/test_api_long_poll.py",
     "tests/approvals/test_api_rules.py",
     "tests/approvals/test_api_submit.py",
+    "tests/approvals/test_approver_analytics.py",
     "tests/approvals/test_denials_monitor.py",
     "tests/approvals/test_events.py",
     "tests/approvals/test_rules_cache.py",

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from approvals.api import audit, learning, requests, rules, schema  # noqa: F401  (schema registers the auth scheme)
+from approvals.api import analytics, audit, learning, requests, rules, schema  # noqa: F401  (schema registers the auth scheme)
 from approvals.api.health import HealthCheckApi
 from approvals.api.longpoll import api_route
 
@@ -37,6 +37,7 @@ urlpatterns = [
         name="api-permission-request-decision",
     ),
     path("audit", audit.AuditListApi.as_view(), name="api-audit"),
+    path("analytics/approvers", analytics.ApproverAnalyticsApi.as_view(), name="api-analytics-approvers"),
     path(
         "rules",
         api_route({"get": rules.RuleListApi, "post": rules.RuleCreateApi}, rules.RuleCollectionApi),

@@ -5,6 +5,7 @@ One module per domain, as `approvals.services` is for writes: `identities`, `req
 (dry runs of the engine). Callers use the package: `selectors.request_get(...)`.
 """
 
+from approvals.selectors.analytics import RUBBER_STAMP_MS, ApproverStats, approver_stats
 from approvals.selectors.audit import (
     audit_neighbour_hash_ok,
     audit_row_get,
@@ -80,10 +81,13 @@ __all__ = [
     "CAUSE_ORDER",
     "DENIAL_CAUSES",
     "DENIAL_DIMENSIONS",
+    "RUBBER_STAMP_MS",
+    "ApproverStats",
     "TeamRules",
     "agent_by_token_hash",
     "agent_in_team",
     "agents_visible_to",
+    "approver_stats",
     "audit_neighbour_hash_ok",
     "audit_row_get",
     "audit_rows",

@@ -35,6 +35,7 @@ detail          401       401         401           202   404         202    202
 cancel          401       401         401           200   404         403    403      403        403      403
 decide          401       401         401           403   403         403    200      200        404      200
 audit           401       401         401           403   403         200    200      200        200      200
+analytics       401       401         401           403   403         200    200      200        200      200
 rules_list      401       401         401           403   403         200    200      200        200      200
 rules_create    401       401         401           403   403         403    201      201        403      201
 rule_detail     401       401         401           403   403         200    200      200        404      200
@@ -57,6 +58,7 @@ ENDPOINTS: dict[str, tuple[str, str, Any]] = {
     "cancel": ("post", "/api/v1/permission-requests/{req}/cancel", {}),
     "decide": ("post", "/api/v1/permission-requests/{req}/decision", {"behavior": "allow"}),
     "audit": ("get", "/api/v1/audit", None),
+    "analytics": ("get", "/api/v1/analytics/approvers", None),
     "rules_list": ("get", "/api/v1/rules", None),
     "rules_create": ("post", "/api/v1/rules", {"rule": "Bash(ls:*)", "behavior": "allow", "team": "default"}),
     "rule_detail": ("get", "/api/v1/rules/{rule}", None),

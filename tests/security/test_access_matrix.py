@@ -68,6 +68,7 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     ),
     "decide_batch": ("api/v1/permission-requests/decisions", "post", "/api/v1/permission-requests/decisions", "BATCH"),
     "audit_api": ("api/v1/audit", "get", "/api/v1/audit", None),
+    "analytics_api": ("api/v1/analytics/approvers", "get", "/api/v1/analytics/approvers", None),
     "audit_csv": ("api/v1/audit", "get", "/api/v1/audit?format=csv", None),
     "rules_list": ("api/v1/rules", "get", "/api/v1/rules", None),
     "rules_create": ("api/v1/rules", "post", "/api/v1/rules", {"rule": "Bash(ls:*)", "behavior": "allow"}),
@@ -179,6 +180,7 @@ decide                  401       401         401           403   403         40
 decide_batch            401       401         401           403   403         403    200      200        404      200
 audit_api               401       401         401           403   403         200    200      200        200      200
 audit_csv               401       401         401           403   403         200    200      200        200      200
+analytics_api           401       401         401           403   403         200    200      200        200      200
 rules_list              401       401         401           403   403         200    200      200        200      200
 rules_create            401       401         401           403   403         403    201      201        201      201
 rules_explain           401       401         401           403   403         200    200      200        200      200
