@@ -2,7 +2,15 @@
 
 from django.urls import path
 
-from approvals.api import analytics, audit, learning, requests, rules, schema  # noqa: F401  (schema registers the auth scheme)
+from approvals.api import (  # noqa: F401  (schema registers the auth scheme)
+    analytics,
+    audit,
+    learning,
+    requests,
+    rules,
+    schema,
+    tokens,
+)
 from approvals.api.health import HealthCheckApi
 from approvals.api.longpoll import api_route
 
@@ -38,6 +46,8 @@ urlpatterns = [
     ),
     path("audit", audit.AuditListApi.as_view(), name="api-audit"),
     path("analytics/approvers", analytics.ApproverAnalyticsApi.as_view(), name="api-analytics-approvers"),
+    path("tokens", tokens.PersonalTokenListApi.as_view(), name="api-tokens"),
+    path("tokens/<int:token_id>", tokens.PersonalTokenRevokeApi.as_view(), name="api-token"),
     path(
         "rules",
         api_route({"get": rules.RuleListApi, "post": rules.RuleCreateApi}, rules.RuleCollectionApi),

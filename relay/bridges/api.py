@@ -1,7 +1,7 @@
 """The chat-route API: each team's own Telegram chat and Slack channel, and their approvers.
 
 `GET /api/v1/teams/{team}/chat-routes`, `PUT` and `DELETE /api/v1/teams/{team}/chat-routes/{surface}`,
-for the people who manage the team (`approvals.permissions.can_manage_team`).
+for the team's admins (`approvals.permissions.is_team_admin`): a chat route is a team setting.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from relay.models import ChatRoute
 
 
 def team_for_manager(request: Request, name: str) -> Team:
-    """The named team if the caller sees it (else 404) and manages it (else 403)."""
+    """The named team if the caller sees it (else 404) and is its admin (else 403)."""
     team = approval_selectors.teams_for(request.user).filter(name=name).first()
     if team is None:
         raise exceptions.NotFound(f"No team named {name!r} that you belong to.")
-    if not permissions.can_manage_team(request.user, team.pk):
-        raise exceptions.PermissionDenied(f"Only managers of team {name!r} set its chat routes.")
+    if not permissions.is_team_admin(request.user, team.pk):
+        raise exceptions.PermissionDenied(f"Only admins of team {name!r} see and set its chat routes.")
     return team
 
 

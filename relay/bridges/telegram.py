@@ -20,7 +20,8 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import InterfaceError, OperationalError, close_old_connections, connection, transaction
+from prometheus_client import Counter
 from telegram import Bot, ForceReply, InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
@@ -58,6 +59,12 @@ from relay.models import SurfaceMessage
 log = logging.getLogger(__name__)
 
 SURFACE = "telegram"
+POISON_ATTEMPTS = 3  # tries of an update that raises (not a database outage) before it is dropped
+DROPPED_UPDATES = Counter(
+    "gatehouse_chat_dropped_updates_total",
+    "Inbound chat updates that could not be applied and were dropped.",
+    ["surface"],
+)
 REASON_SURFACE = "telegram.reason"  # the force-reply prompt that collects a deny reason
 T = TypeVar("T")
 
@@ -307,6 +314,8 @@ class TelegramBridge(ChatBridge):
         if update.callback_query is not None:
             return self._apply_press(update)
         message = update.message
+        if message is not None and message.from_user is None:
+            return []  # a channel post or an anonymous admin: no person to check or answer
         if message is not None and message.text is not None and link_code(message.text) is not None:
             return self._apply_link(update)
         if message is not None and message.reply_to_message is not None and message.text is not None:
@@ -387,6 +396,7 @@ class TelegramPoller:
         self.runner = BotRunner(bridge.config, poll_timeout=poll_timeout)
         self.offset: int | None = None
         self.applied = 0
+        self.failures: dict[int, int] = {}  # update_id -> failed tries of an update that raises
 
     def run(self, stop: threading.Event) -> None:
         backoff = 1.0
@@ -424,10 +434,23 @@ class TelegramPoller:
             try:
                 if self.bridge.apply_update(update):
                     self.applied += 1
-            except Exception:
-                # Not confirmed: Telegram hands it to us again on the next poll.
-                log.exception("telegram update %s not applied; will retry", update.update_id)
+            except (OperationalError, InterfaceError):
+                # The database is away: not confirmed, so Telegram hands it to us again on
+                # the next poll, however often; nothing after it is lost either.
+                log.exception("telegram update %s not applied (database); will retry", update.update_id)
                 return False
+            except Exception:
+                # This update itself cannot be applied. Telegram delivers in order, so
+                # retrying it for ever would block every later press: after a few tries
+                # it is confirmed and dropped, loudly.
+                failures = self.failures.get(update.update_id, 0) + 1
+                self.failures[update.update_id] = failures
+                if failures < POISON_ATTEMPTS:
+                    log.exception("telegram update %s not applied (try %d); will retry", update.update_id, failures)
+                    return False
+                log.exception("telegram update %s dropped after %d tries", update.update_id, failures)
+                DROPPED_UPDATES.labels(SURFACE).inc()
+            self.failures.pop(update.update_id, None)
             self.offset = update.update_id + 1
         return True
 

@@ -11,7 +11,7 @@ import hmac
 import json
 import logging
 
-from django.db import DatabaseError
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -89,8 +89,13 @@ def telegram_webhook(request: HttpRequest) -> HttpResponse:
         return _error(400, f"not a Telegram Update: {exc}")
     try:
         bridge.apply_update(update)
-    except DatabaseError:
-        # A non-2xx makes Telegram deliver the update again later: nothing is lost.
+    except (OperationalError, InterfaceError):
+        # The database is away: a non-2xx makes Telegram deliver it again later.
         log.exception("telegram update %s not applied", data["update_id"])
         return _error(503, "Gatehouse could not record this update; Telegram will retry")
+    except Exception:
+        # This update itself cannot be applied; Telegram would redeliver it before every
+        # later one, blocking all presses. Acknowledged and dropped, loudly.
+        log.exception("telegram update %s dropped: it cannot be applied", data["update_id"])
+        telegram.DROPPED_UPDATES.labels(telegram.SURFACE).inc()
     return HttpResponse(status=200)

@@ -108,6 +108,10 @@ class FakeTelegram:
 
         return self._add_update(build)
 
+    def add_raw(self, update: dict[str, Any]) -> int:
+        """Any update body Telegram could send (without `update_id`, which is added)."""
+        return self._add_update(lambda uid: dict(update))
+
     def _add_update(self, build: Callable[[int], dict[str, Any]]) -> int:
         with self.cond:
             update_id = self._next_update_id

@@ -69,6 +69,8 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     "decide_batch": ("api/v1/permission-requests/decisions", "post", "/api/v1/permission-requests/decisions", "BATCH"),
     "audit_api": ("api/v1/audit", "get", "/api/v1/audit", None),
     "analytics_api": ("api/v1/analytics/approvers", "get", "/api/v1/analytics/approvers", None),
+    "tokens_list": ("api/v1/tokens", "get", "/api/v1/tokens", None),
+    "token_revoke": ("api/v1/tokens/<int:token_id>", "delete", "/api/v1/tokens/999999", None),
     "audit_csv": ("api/v1/audit", "get", "/api/v1/audit?format=csv", None),
     "rules_list": ("api/v1/rules", "get", "/api/v1/rules", None),
     "rules_create": ("api/v1/rules", "post", "/api/v1/rules", {"rule": "Bash(ls:*)", "behavior": "allow"}),
@@ -178,6 +180,8 @@ detail                  401       401         401           202   404         20
 cancel                  401       401         401           200   404         403    403      403        403      403
 decide                  401       401         401           403   403         403    200      200        404      200
 decide_batch            401       401         401           403   403         403    200      200        404      200
+tokens_list             401       401         401           403   403         200    200      200        200      200
+token_revoke            401       401         401           403   403         404    404      404        404      404
 audit_api               401       401         401           403   403         200    200      200        200      200
 audit_csv               401       401         401           403   403         200    200      200        200      200
 analytics_api           401       401         401           403   403         200    200      200        200      200
@@ -190,8 +194,8 @@ rules_autopilot         401       401         401           403   403         40
 rules_autopilot_put     401       401         401           403   403         403    200      200        200      200
 rule_detail             401       401         401           403   403         200    200      200        404      200
 rule_delete             401       401         401           403   403         403    204      204        404      204
-chat_routes             401       401         401           403   403         403    200      200        404      200
-chat_route_put          401       401         401           403   403         403    200      200        404      200
+chat_routes             401       401         401           403   403         403    403      200        404      200
+chat_route_put          401       401         401           403   403         403    403      200        404      200
 api_unknown             404       404         404           404   404         404    404      404        404      404
 hook                    401       401         401           200   200         401    401      401        401      401
 metrics                 200       200         200           200   200         200    200      200        200      200

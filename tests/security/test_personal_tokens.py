@@ -87,3 +87,40 @@ class TokenRevocationTests:
         page = page_client(alice).get("/profile/").content.decode()
         assert "revoked" in page and "expires" in page
         assert page.count('value="revoke-token"') == 1
+
+
+def api_with(token: str) -> Client:
+    return Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+
+
+class TokenApiTests:
+    def test_a_person_lists_their_tokens_and_revokes_one_over_the_api(self, alice: Any, mallory: Any) -> None:
+        used = services.personal_token_create(user=alice)
+        other = services.personal_token_create(user=alice, expires_in_days=30)
+        services.personal_token_create(user=mallory)
+        listed = api_with(used).get("/api/v1/tokens").json()
+        assert [(t["prefix"], t["current"]) for t in listed] == [(other[:8], False), (used[:8], True)]
+        assert all("token_hash" not in t and "token" not in t for t in listed)
+        other_id = next(t["id"] for t in listed if t["prefix"] == other[:8])
+        assert api_with(used).delete(f"/api/v1/tokens/{other_id}").status_code == 204
+        assert status_with(other) == 401 and status_with(used) == 200
+        assert api_with(used).delete(f"/api/v1/tokens/{other_id}").status_code == 404  # already revoked
+
+    def test_a_leaked_token_revokes_itself(self, alice: Any) -> None:
+        token = services.personal_token_create(user=alice)
+        own_id = api_with(token).get("/api/v1/tokens").json()[0]["id"]
+        assert api_with(token).delete(f"/api/v1/tokens/{own_id}").status_code == 204
+        assert status_with(token) == 401
+
+    @pytest.mark.parametrize("token_id", ["other", "999999", "0", "-1", "1%20OR%201=1", "abc", "1.0"])
+    def test_it_never_revokes_someone_elses_token_over_the_api(self, alice: Any, mallory: Any, token_id: str) -> None:
+        token = services.personal_token_create(user=alice)
+        row = PersonalToken.objects.get(token_prefix=token[:8])
+        value = str(row.pk) if token_id == "other" else token_id
+        response = api_with(services.personal_token_create(user=mallory)).delete(f"/api/v1/tokens/{value}")
+        assert response.status_code == 404
+        assert status_with(token) == 200
+
+    def test_agents_and_strangers_have_no_tokens_here(self, ci_bot: Any) -> None:
+        assert Client().get("/api/v1/tokens").status_code == 401
+        assert api_with(ci_bot.token).get("/api/v1/tokens").status_code == 403

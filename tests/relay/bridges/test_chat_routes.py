@@ -129,8 +129,8 @@ def environment_route(settings: Any) -> None:
 
 
 class ChatRouteApiTests:
-    def test_a_manager_sets_reads_and_removes_the_teams_route(self, alice, default_team):
-        client = api(alice)
+    def test_a_team_admin_sets_reads_and_removes_the_teams_route(self, carol, default_team):
+        client = api(carol)
         url = ROUTE.format(team="default")
         assert client.get(url).json() == [
             {"surface": "telegram", "channel": CHAT_ID, "approvers": [str(ALICE_TG)], "source": "environment"}
@@ -149,8 +149,8 @@ class ChatRouteApiTests:
         assert client.get(url).json()[0]["source"] == "environment"
         assert client.delete(f"{url}/telegram").status_code == 404
 
-    def test_one_chat_serves_one_team(self, alice, mallory, default_team, other_routes):
-        response = api(alice).put(
+    def test_one_chat_serves_one_team(self, carol, mallory, default_team, other_routes):
+        response = api(carol).put(
             ROUTE.format(team="default") + "/telegram",
             {"channel": OTHER_CHAT, "approvers": []},
             content_type="application/json",
@@ -170,15 +170,17 @@ class ChatRouteApiTests:
             ({"channel": "x" * 201, "approvers": []}, 400),
         ],
     )
-    def test_bad_input_is_a_400(self, alice, body, status):
-        response = api(alice).put(ROUTE.format(team="default") + "/slack", body, content_type="application/json")
+    def test_bad_input_is_a_400(self, carol, body, status):
+        response = api(carol).put(ROUTE.format(team="default") + "/slack", body, content_type="application/json")
         assert response.status_code == status, response.content
 
-    def test_who_may_manage_routes(self, alice, bob, mallory, other_team):
+    def test_who_may_manage_routes(self, alice, bob, carol, mallory, other_team):
         url = ROUTE.format(team="default")
         body = {"channel": "-1", "approvers": []}
         assert api(bob).get(url).status_code == 403  # a viewer
+        assert api(alice).get(url).status_code == 403  # an approver: routes are the team admin's setting
+        assert api(alice).put(f"{url}/telegram", body, content_type="application/json").status_code == 403
         assert api(bob).put(f"{url}/telegram", body, content_type="application/json").status_code == 403
         assert api(mallory).get(url).status_code == 404  # another team's approver sees no such team
-        assert api(alice).put(f"{url}/discord", body, content_type="application/json").status_code == 404
-        assert api(alice).get(ROUTE.format(team="other")).status_code == 404
+        assert api(carol).put(f"{url}/discord", body, content_type="application/json").status_code == 404
+        assert api(carol).get(ROUTE.format(team="other")).status_code == 404
