@@ -158,7 +158,12 @@ def queue(request: HttpRequest) -> HttpResponse:
 def request_detail(request: HttpRequest, request_id: UUID) -> HttpResponse:
     req = permissions.visible_request_or_404(request.user, request_id)
     decision = selectors.decision_for(req)
-    context = {"card": card_context(req, request.user, decision=decision), "req": req, "decision": decision}
+    context = {
+        "card": card_context(req, request.user, decision=decision),
+        "req": req,
+        "decision": decision,
+        "timeline": selectors.request_timeline(req, decision),
+    }
     return _page(request, "approvals/request_detail.html", context)
 
 
@@ -310,6 +315,7 @@ def audit_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
         "reason_json": json.dumps(row.reason, indent=2, sort_keys=True, default=str),
         "updated_input_json": json.dumps(row.updated_input, indent=2, sort_keys=True) if row.updated_input else "",
         "wait_s": (row.created_at - req.created_at).total_seconds(),
+        "timeline": selectors.request_timeline(req, row),
     }
     return _page(request, "approvals/audit_detail.html", context)
 

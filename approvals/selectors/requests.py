@@ -138,3 +138,40 @@ def overdue_requests(limit: int = 100) -> QuerySet[PermissionRequest]:
 
 def recently_finished(user: User | AnonymousUser, limit: int = 10) -> QuerySet[PermissionRequest]:
     return requests_visible_to(user).exclude(state=RequestState.PENDING).order_by("-decided_at")[:limit]
+
+
+def request_timeline(request: PermissionRequest, decision: Decision | None) -> list[dict[str, Any]]:
+    """What happened to a request, in order: asked, notified, claimed, decided, ran.
+
+    - Each step is what the database recorded, never a guess: "notified" lists the chat
+      messages that announced the ask (open dashboards are pushed as it commits);
+      "claimed" is the race's fence (the first answer moving the row); "ran" is the
+      agent's PostToolUse or PostToolUseFailure result.
+    - A step with no moment (`at` None) says why nothing was recorded.
+    """
+    steps: list[dict[str, Any]] = [
+        {"step": "asked", "at": request.created_at, "detail": f"by {request.agent.name}"},
+    ]
+    # The relay's chat messages, read through the reverse relation (approvals never imports relay).
+    messages = getattr(request, "surface_messages", None)
+    for message in messages.order_by("created_at") if messages is not None else []:
+        steps.append({"step": "notified", "at": message.created_at, "detail": f"{message.surface} message"})
+    if request.state == RequestState.PENDING:
+        steps.append({"step": "waiting", "at": None, "detail": "no one has answered yet"})
+        return steps
+    if decision is not None:
+        by = f"{decision.decided_by} via {decision.surface}"
+        if decision.reason_type in ("user", "timeout", "cancelled") and request.decided_at is not None:
+            steps.append({"step": "claimed", "at": request.decided_at, "detail": by})
+        steps.append({"step": "decided", "at": decision.created_at, "detail": f"{decision.behavior} by {by}"})
+    steps.append(_ran(request, decision))
+    return steps
+
+
+def _ran(request: PermissionRequest, decision: Decision | None) -> dict[str, Any]:
+    if request.result_at is not None:
+        ok = isinstance(request.result, dict) and request.result.get("ok") is True
+        return {"step": "ran", "at": request.result_at, "detail": "succeeded" if ok else "failed"}
+    if (decision is not None and decision.behavior == "allow") or request.state == RequestState.CANCELLED:
+        return {"step": "ran", "at": None, "detail": "no result reported (the agent reports one after the call runs)"}
+    return {"step": "ran", "at": None, "detail": "did not run: denied"}
