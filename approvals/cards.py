@@ -18,7 +18,7 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from approvals import permissions, selectors, why
+from approvals import changes, permissions, selectors, why
 from approvals.invisible import (
     blank_marker,
     count_hidden,
@@ -90,6 +90,8 @@ def _context(request: PermissionRequest, *, can_decide: bool, decision: Any) -> 
         # None: this call can only be allowed once.
         "rule_to_save": selectors.grant_rule_for(request),
         "claude_suggestions": _claude_suggestions(request.permission_suggestions),
+        # What differs from the last call like this that a person allowed (pending only).
+        "since_allowed": _since_allowed(request) if request.state == "pending" else None,
         # Identical pending calls share this key; the queue offers to decide them together.
         "batch_key": selectors.same_call_key(request) if request.state == "pending" else "",
     }
@@ -107,6 +109,36 @@ def _explanation(request: PermissionRequest, evaluation: dict[str, Any]) -> dict
         "private_host": private_host,
         "hidden_count": _hidden_in(request.tool_input),
     }
+
+
+def _since_allowed(request: PermissionRequest) -> dict[str, Any] | None:
+    """The last allow of a call like this one, and what changed since: None if there is none."""
+    allowed = selectors.last_allowed_like(request)
+    if allowed is None:
+        return None
+    before = allowed.request
+    found = changes.changes_between(
+        {
+            "tool_name": before.tool_name,
+            "tool_input": before.tool_input,
+            "cwd": before.cwd,
+            "session_id": before.session_id,
+            "mode": before.permission_mode,
+        },
+        {
+            "tool_name": request.tool_name,
+            "tool_input": request.tool_input,
+            "cwd": request.cwd,
+            "session_id": request.session_id,
+            "mode": request.permission_mode,
+        },
+    )
+    return {"decision": allowed, "changes": found, "diff_html": [_changed_line(line) for c in found for line in c.diff]}
+
+
+def _changed_line(line: str) -> SafeString:
+    css = "d-add" if line.startswith("+") else "d-del" if line.startswith("-") else "d-ctx"
+    return format_html('<span class="{}">{}</span>', css, reveal(line))
 
 
 def _batch_label(request: PermissionRequest) -> str:

@@ -10,7 +10,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from approvals import permissions
+from approvals import changes, permissions
 from approvals.models import (
     Agent,
     Decision,
@@ -175,3 +175,25 @@ def _ran(request: PermissionRequest, decision: Decision | None) -> dict[str, Any
     if (decision is not None and decision.behavior == "allow") or request.state == RequestState.CANCELLED:
         return {"step": "ran", "at": None, "detail": "no result reported (the agent reports one after the call runs)"}
     return {"step": "ran", "at": None, "detail": "did not run: denied"}
+
+
+# How far back "the last time a person allowed a call like this" looks: the newest
+# allows of this agent and tool, checked for likeness in Python (a key no index holds).
+LIKE_LOOKBACK = 50
+
+
+def last_allowed_like(request: PermissionRequest) -> Decision | None:
+    """The newest person's allow of a call like `request` (same agent, tool and target)."""
+    key = changes.likeness_key(request.tool_name, request.tool_input)
+    recent = (
+        Decision.objects.filter(
+            agent_id=request.agent_id, tool_name=request.tool_name, behavior="allow", reason_type="user"
+        )
+        .exclude(request_id=request.pk)
+        .select_related("request")
+        .order_by("-created_at")[:LIKE_LOOKBACK]
+    )
+    for decision in recent:
+        if changes.likeness_key(decision.tool_name, decision.request.tool_input) == key:
+            return decision
+    return None

@@ -1,0 +1,76 @@
+"""The card says what changed since a person last allowed a call like this one."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from approvals import services
+from tests.approvals.test_pages_card import card_html
+
+
+def ask(agent: Any, command: str, cwd: str = "/tmp/proj", session: str = "s1") -> Any:
+    call = {"tool_name": "Bash", "tool_input": {"command": command}, "session_id": session, "cwd": cwd}
+    result = services.request_submit(agent=agent, call=call)
+    assert result.decision is None
+    return result.request
+
+
+def allowed(agent: Any, user: Any, command: str, **where: str) -> Any:
+    req = ask(agent, command, **where)
+    return services.request_decide(request_id=req.pk, behavior="allow", surface="web", user=user).decision
+
+
+def since(html: str) -> str:
+    found = re.search(r'<div class="since-allowed">.*?</div>', html, re.S)
+    return found.group() if found else ""
+
+
+@pytest.mark.django_db
+class SinceLastAllowedTests:
+    def test_it_shows_the_command_diff_and_the_other_directory(self, alice: Any, ci_bot: Any) -> None:
+        before = allowed(ci_bot.agent, alice, "pytest -q tests/a\necho done")
+        shown = since(card_html(alice, ask(ci_bot.agent, "pytest -q tests/b\necho done", cwd="/tmp/other")))
+        assert "alice allowed a call like this" in shown
+        assert f'href="/audit/{before.pk}/"' in shown
+        assert "<li>the command changed</li>" in shown
+        assert '<span class="d-del">-pytest -q tests/a</span><span class="d-add">+pytest -q tests/b</span>' in shown
+        assert "echo done" not in shown, "only changed lines"
+        assert "<li>cwd was <code>/tmp/proj</code>, now <code>/tmp/other</code></li>" in shown
+
+    def test_it_says_when_the_call_is_the_very_same(self, alice: Any, ci_bot: Any) -> None:
+        allowed(ci_bot.agent, alice, "pytest -q")
+        assert "this is the very same call" in since(card_html(alice, ask(ci_bot.agent, "pytest -q")))
+
+    def test_it_names_the_newest_allow_and_another_session(self, alice: Any, admin: Any, ci_bot: Any) -> None:
+        allowed(ci_bot.agent, alice, "pytest -q tests/old")
+        allowed(ci_bot.agent, admin, "pytest -q tests/new", session="s0")
+        shown = since(card_html(alice, ask(ci_bot.agent, "pytest -q tests/new")))
+        assert "root allowed a call like this" in shown and "this is" not in shown
+        assert "<li>session was <code>s0</code>, now <code>s1</code></li>" in shown
+
+    @pytest.mark.parametrize("other", ["denied", "rule", "another agent", "another command"])
+    def test_it_ignores_what_is_not_a_persons_allow_of_a_call_like_this(
+        self, alice: Any, ci_bot: Any, other_bot: Any, default_team: Any, other: str
+    ) -> None:
+        if other == "denied":
+            req = ask(ci_bot.agent, "pytest -q")
+            services.request_decide(request_id=req.pk, behavior="deny", surface="web", user=alice)
+        elif other == "rule":
+            rule = services.rule_create(rule="Bash(pytest:*)", behavior="allow", source="session", team=default_team)
+            call = {"tool_name": "Bash", "tool_input": {"command": "pytest -q"}, "session_id": "s1", "cwd": "/tmp/proj"}
+            decision = services.request_submit(agent=ci_bot.agent, call=call).decision
+            assert decision is not None and decision.behavior == "allow"
+            services.rule_delete(rule=rule)
+        elif other == "another agent":
+            allowed(other_bot.agent, alice, "pytest -q")
+        else:
+            allowed(ci_bot.agent, alice, "npm test")
+        assert since(card_html(alice, ask(ci_bot.agent, "pytest -q"))) == ""
+
+    def test_it_escapes_what_the_agent_sent(self, alice: Any, ci_bot: Any) -> None:
+        allowed(ci_bot.agent, alice, "echo <b>old</b>")
+        shown = since(card_html(alice, ask(ci_bot.agent, "echo <script>x</script>")))
+        assert "<script>" not in shown and "&lt;script&gt;" in shown
