@@ -463,3 +463,20 @@ class AuditCut(models.Model):
 
     def __str__(self) -> str:
         return f"audit cut through decision {self.through_id} ({self.rows} rows in {self.file_name})"
+
+
+class SavedAuditFilter(models.Model):
+    """A person's named audit query ("denials on prod this week"), one click from the audit page."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="saved_audit_filters")
+    name = models.CharField(max_length=80)
+    # The query string, as the audit filter form wrote it back (validated when saved).
+    query = models.CharField(max_length=2000)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="saved_audit_filter_unique_name")]
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.user})"

@@ -29,6 +29,7 @@ from django.http import (
     HttpResponseForbidden,
     HttpResponseRedirect,
     JsonResponse,
+    QueryDict,
 )
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -277,10 +278,39 @@ def audit_list(request: HttpRequest) -> HttpResponse:
         "next_before": page[AUDIT_PAGE_SIZE - 1].pk if len(page) > AUDIT_PAGE_SIZE else None,
         "active_filters": {key: value for key, value in query.items() if key != "q"},
         "query": query,
+        "saved_filters": selectors.saved_audit_filters(request.user),
+        "query_string": urlencode(query),
         "export_csv": _export_url("csv", query),
         "export_jsonl": _export_url("jsonl", query),
     }
     return _page(request, "approvals/audit_list.html", context)
+
+
+@login_required
+@require_POST
+def audit_filter_save(request: HttpRequest) -> HttpResponse:
+    """Save the audit page's current search and filters under a name (the person's own)."""
+    form = AuditFilterForm(QueryDict(request.POST.get("query", "")))
+    if not form.is_valid():
+        messages.error(request, "Could not save: the filters are not valid.")
+        return redirect("audit")
+    query = urlencode(form.query())
+    try:
+        saved = services.audit_filter_save(user=_person(request), name=request.POST.get("name", "")[:80], query=query)
+    except services.ServiceError as exc:
+        messages.error(request, f"Could not save: {exc}")
+        return redirect(reverse("audit") + ("?" + query if query else ""))
+    messages.success(request, f"Saved the filter “{saved.name}”.")
+    return redirect(reverse("audit") + "?" + saved.query)
+
+
+@login_required
+@require_POST
+def audit_filter_delete(request: HttpRequest, filter_id: int) -> HttpResponse:
+    if not services.audit_filter_delete(user=_person(request), filter_id=filter_id):
+        raise Http404("No such saved filter.")
+    messages.success(request, "Deleted the saved filter.")
+    return redirect("audit")
 
 
 def _audit_item(row: Any) -> dict[str, Any]:

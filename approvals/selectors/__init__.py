@@ -10,6 +10,7 @@ from approvals.selectors.audit import (
     audit_neighbour_hash_ok,
     audit_row_get,
     audit_rows,
+    saved_audit_filters,
 )
 from approvals.selectors.explain import (
     explain_call,
@@ -132,6 +133,7 @@ __all__ = [
     "rules_version",
     "rules_visible_to",
     "same_call_key",
+    "saved_audit_filters",
     "session_gated_before_use",
     "sessions_in_denial_loops",
     "team_by_name",

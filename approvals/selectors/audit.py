@@ -11,6 +11,7 @@ from approvals import permissions
 from approvals.audit_search import fold
 from approvals.models import (
     Decision,
+    SavedAuditFilter,
 )
 
 
@@ -60,3 +61,10 @@ def audit_neighbour_hash_ok(decision: Decision) -> bool:
 
     previous = Decision.objects.filter(pk__lt=decision.pk).order_by("-pk").values_list("hash", flat=True).first()
     return decision.prev_hash == (previous or chain_start())
+
+
+def saved_audit_filters(user: User | AnonymousUser) -> QuerySet[SavedAuditFilter]:
+    """The person's saved audit filters, by name."""
+    if not user.is_authenticated:
+        return SavedAuditFilter.objects.none()
+    return SavedAuditFilter.objects.filter(user_id=user.pk).order_by("name")

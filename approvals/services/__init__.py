@@ -5,6 +5,7 @@ One module per domain (like zulip's `zerver/actions/`): `submit`, `decide`, `rul
 use the package: `services.request_submit(...)`.
 """
 
+from approvals.services.audit_filters import MAX_SAVED_FILTERS, audit_filter_delete, audit_filter_save
 from approvals.services.autopilot import AUTOPILOT_LIMITS, autopilot_configure, autopilot_consider
 from approvals.services.chat import (
     CHAT_PROVIDERS,
@@ -70,6 +71,7 @@ __all__ = [
     "MAX_ANSWER_MESSAGE_CHARS",
     "MAX_PINNED_ROOTS",
     "MAX_REMEMBER_HOURS",
+    "MAX_SAVED_FILTERS",
     "MIN_REMEMBER_HOURS",
     "REMEMBER_CHOICES",
     "REPLAY_WINDOW",
@@ -84,6 +86,8 @@ __all__ = [
     "agent_pin",
     "agent_revoke",
     "agent_touch",
+    "audit_filter_delete",
+    "audit_filter_save",
     "autopilot_configure",
     "autopilot_consider",
     "chat_identity_prove",

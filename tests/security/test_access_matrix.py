@@ -107,6 +107,13 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     "decide_batch_page": ("requests/decide-batch", "post", "/requests/decide-batch", "BATCH_FORM"),
     "audit_page": ("audit/", "get", "/audit/", None),
     "audit_detail_page": ("audit/<int:decision_id>/", "get", "/audit/{decision}/", None),
+    "audit_filter_save_page": ("audit/filters/", "post", "/audit/filters/", {"name": "x", "query": "behavior=deny"}),
+    "audit_filter_delete_page": (
+        "audit/filters/<int:filter_id>/delete/",
+        "post",
+        "/audit/filters/999999/delete/",
+        {},
+    ),
     "denials_page": ("denials/", "get", "/denials/", None),
     "rules_page": ("rules/", "get", "/rules/", None),
     "rules_explain_page": (
@@ -209,6 +216,8 @@ request_page            302       302         302           302   302         20
 request_decide_page     302       302         302           302   302         403    302      302        404      302
 decide_batch_page       302       302         302           302   302         403    302      302        404      302
 audit_page              302       302         302           302   302         200    200      200        200      200
+audit_filter_save_page  302       302         302           302   302         302    302      302        302      302
+audit_filter_delete_page 302      302         302           302   302         404    404      404        404      404
 audit_detail_page       302       302         302           302   302         200    200      200        404      200
 denials_page            302       302         302           302   302         200    200      200        200      200
 rules_page              302       302         302           302   302         200    200      200        200      200
