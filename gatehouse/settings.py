@@ -264,6 +264,20 @@ SLACK_CHANNEL_INTERVAL_MS = env_int("SLACK_CHANNEL_INTERVAL_MS", 1000)
 # (plain curl as the hook); 0 means until the request's own ask deadline.
 GATEHOUSE_HOOK_WAIT = env_int("GATEHOUSE_HOOK_WAIT", 0)
 
+# --- Push to phones: Web Push and ntfy (docs/DASHBOARD.md, docs/BRIDGES.md) ------------------
+
+# Host names a Web Push subscription's endpoint may name (the SSRF guard, relay/push/endpoints.py);
+# "*.example.com" covers its subdomains; plain http only for a loopback host listed here.
+GATEHOUSE_PUSH_SERVICES = env_list(
+    "GATEHOUSE_PUSH_SERVICES",
+    "fcm.googleapis.com,updates.push.services.mozilla.com,web.push.apple.com,*.notify.windows.com",
+)
+GATEHOUSE_VAPID_PRIVATE_KEY = env_secret("GATEHOUSE_VAPID_PRIVATE_KEY")
+GATEHOUSE_VAPID_SUBJECT = env_str("GATEHOUSE_VAPID_SUBJECT")
+# A self-hosted ntfy server (https://ntfy.example.com); empty turns the ntfy channel off.
+GATEHOUSE_NTFY_URL = env_str("GATEHOUSE_NTFY_URL").rstrip("/")
+GATEHOUSE_NTFY_TOKEN = env_secret("GATEHOUSE_NTFY_TOKEN")
+
 # --- Auth -----------------------------------------------------------------------------
 
 LOGIN_URL = "/accounts/login/"

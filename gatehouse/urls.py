@@ -25,6 +25,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("approvals.api.urls")),
     path("api/v1/", include("relay.bridges.api_urls")),
+    path("api/v1/", include("relay.push.urls")),
     # Unknown API paths get the API's JSON 404, even with DEBUG on.
     re_path(r"^api/", api_not_found),
     path("hooks/claude-code", claude_code_hook, name="claude-code-hook"),

@@ -3,6 +3,7 @@ announced, which chat updates were applied, and the outbound webhooks."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from approvals.models import PermissionRequest, Team
@@ -95,3 +96,59 @@ class Webhook(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} → {self.url}"
+
+
+class PushSubscription(models.Model):
+    """A browser's Web Push subscription for one person (the PushSubscription JSON it sent)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="push_subscriptions")
+    endpoint = models.URLField(max_length=2000)
+    p256dh = models.CharField(max_length=200)
+    auth = models.CharField(max_length=100)
+    user_agent = models.CharField(max_length=300, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "endpoint"], name="push_subscription_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} → {self.endpoint[:60]}"
+
+
+class NtfyTopic(models.Model):
+    """A person's ntfy topic: an unguessable name on the configured ntfy server."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ntfy_topic")
+    topic = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.user_id} → {self.topic}"
+
+
+class PushActionToken(models.Model):
+    """A one-time token behind one notification button: one action on one request, for one person.
+
+    Stored as its SHA-256 digest. It expires with the ask (`expires_at` is the request's
+    deadline) and is spent by its first use.
+    """
+
+    class Action(models.TextChoices):
+        ALLOW = "allow", "allow"
+        DENY = "deny", "deny"
+
+    token_hash = models.CharField(max_length=64, unique=True)
+    request = models.ForeignKey(PermissionRequest, on_delete=models.CASCADE, related_name="push_tokens")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="push_tokens")
+    action = models.CharField(max_length=8, choices=Action.choices)
+    channel = models.CharField(max_length=16)  # "webpush" | "ntfy"
+    subscription = models.ForeignKey(PushSubscription, null=True, blank=True, on_delete=models.SET_NULL)
+    expires_at = models.DateTimeField()
+    spent_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.request_id} for {self.user_id}"

@@ -20,6 +20,10 @@ def install() -> None:
     for provider in (webhooks.pre_decision, classifiers.classifier_verdict):
         if provider not in registry.pre_decision:
             registry.pre_decision.append(provider)
+    # Web Push is always on: each person opts in by subscribing a browser; ntfy when configured.
+    from relay.push import install as push_install
+
+    push_install.install_push()
     # Chat bridges register themselves as announcers when their env variables are set.
     from relay.bridges.install import install_bridges
 

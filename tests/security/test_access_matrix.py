@@ -18,6 +18,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from approvals import services
 from approvals.models import ChatIdentity, Decision, Rule
+from relay.models import PushSubscription
 from tests.conftest import AgentPersona
 
 PERSONAS = [
@@ -32,6 +33,13 @@ PERSONAS = [
     "outsider",
     "admin",
 ]
+
+# A browser's PushSubscription: a real P-256 public key and a 16-byte auth secret.
+P256DH = "BFaqGdPf1MyuJo2KDY0Pykq7hlmXkyzDRNSuNBv9mL3VTLv82YlHTEV1PxkMZQuZSCqTzaka7QB9mdTavqy1jLk"
+PUSH_SUBSCRIPTION = {"keys": {"p256dh": P256DH, "auth": "AAAAAAAAAAAAAAAAAAAAAA"}}
+# The fake push service's URL (set by `push_service`): asks made here are pushed to it,
+# which answers 404 for these made-up subscriptions, never to a real push service.
+PUSH_SERVICE: list[str] = [""]
 
 ASK = {"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}, "session_id": "s1", "cwd": "/tmp/proj"}
 
@@ -159,6 +167,17 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
         "/profile/identities/{identity}/delete/",
         {},
     ),
+    "push_vapid_key": ("api/v1/push/vapid-public-key", "get", "/api/v1/push/vapid-public-key", None),
+    "push_subscribe": ("api/v1/push-subscriptions", "post", "/api/v1/push-subscriptions", "PUSH_SUBSCRIPTION"),
+    "push_unsubscribe": (
+        "api/v1/push-subscriptions/<int:subscription_id>",
+        "delete",
+        "/api/v1/push-subscriptions/{pushsub}",
+        None,
+    ),
+    "push_action": ("api/v1/push-actions/<str:token>", "post", "/api/v1/push-actions/{pushtoken}", {}),
+    "service_worker": ("service-worker.js", "get", "/service-worker.js", None),
+    "notifications_page": ("notifications/", "get", "/notifications/", None),
     "admin": ("admin/", "get", "/admin/", None),
     "admin_login": ("admin/login/", "get", "/admin/login/", None),
 }
@@ -234,6 +253,12 @@ identity_delete_page    302       302         302           302   302         40
 people_page             302       302         302           302   302         403    403      200        403      200
 person_role_page        302       302         302           302   302         403    403      302        404      302
 person_remove_page      302       302         302           302   302         403    403      302        404      302
+push_vapid_key          200       401         401           200   200         200    200      200        200      200
+push_subscribe          401       401         401           403   403         201    201      201        201      201
+push_unsubscribe        401       401         401           403   403         404    204      404        404      404
+push_action             200       200         200           200   200         200    200      200        200      200
+service_worker          200       200         200           200   200         200    200      200        200      200
+notifications_page      302       302         302           302   302         200    200      200        200      200
 admin                   302       302         302           302   302         302    302      302        302      200
 admin_login             200       200         200           200   200         200    200      200        200      200
 """
@@ -277,6 +302,16 @@ def hook_body(n: int) -> dict[str, Any]:
         "tool_input": {"command": "rm -rf build"},
         "tool_use_id": f"toolu_matrix_{n}",
     }
+
+
+@pytest.fixture
+def push_service(settings: Any) -> Iterator[None]:
+    from tests.fakes.webpush import fake_push_service
+
+    with fake_push_service() as fake:
+        settings.GATEHOUSE_PUSH_SERVICES = ["127.0.0.1"]
+        PUSH_SERVICE[0] = fake.url
+        yield
 
 
 @pytest.fixture
@@ -334,6 +369,15 @@ def fresh_objects(template: str, n: int, ci_bot: AgentPersona, alice: Any, defau
         found["agent"] = services.agent_create(name=f"spare-{n}", team=default_team)[0].pk
     if "{member}" in template:
         found["member"] = services.person_add(username=f"member-{n}", team=default_team, role="approver").pk
+    if "{pushsub}" in template:
+        found["pushsub"] = PushSubscription.objects.create(
+            user=alice, endpoint=f"{PUSH_SERVICE[0]}/push/{n}", p256dh=P256DH, auth="AAAAAAAAAAAAAAAAAAAAAA"
+        ).pk
+    if "{pushtoken}" in template:
+        from relay.push.services import action_tokens_issue
+
+        asked = services.request_submit(agent=ci_bot.agent, call={**ASK, "tool_use_id": f"p{n}"}).request
+        found["pushtoken"] = action_tokens_issue(request=asked, user=alice, channel="webpush", actions=["deny"])["deny"]
     if "{identity}" in template:
         identity = ChatIdentity.objects.create(user=alice, provider="telegram", external_id=str(1000 + n))
         found["identity"] = identity.pk
@@ -354,6 +398,7 @@ def actual_table(
                 ids = [str(fresh_objects("{req}", n, ci_bot, alice, default_team)["req"])]
                 named["BATCH"] = {"ids": ids, "behavior": "deny"}
                 named["BATCH_FORM"] = {"ids": ids, "action": "deny"}
+            named["PUSH_SUBSCRIPTION"] = {**PUSH_SUBSCRIPTION, "endpoint": f"{PUSH_SERVICE[0]}/push/matrix-{n}"}
             payload = named.get(body, body) if isinstance(body, str) else body
             client = callers[persona]()
             if payload is None:
@@ -384,7 +429,12 @@ def format_table(table: dict[tuple[str, str], int]) -> str:
 @pytest.mark.django_db(transaction=True)
 class HttpAccessMatrixTests:
     def test_it_gives_every_caller_exactly_the_expected_status_on_every_route(
-        self, callers: dict[str, Callable[[], Client]], ci_bot: AgentPersona, alice: Any, default_team: Any
+        self,
+        callers: dict[str, Callable[[], Client]],
+        ci_bot: AgentPersona,
+        alice: Any,
+        default_team: Any,
+        push_service: None,
     ) -> None:
         actual = actual_table(callers, ci_bot, alice, default_team)
         expected = expected_table()

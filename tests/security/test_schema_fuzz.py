@@ -14,6 +14,7 @@ import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
 from approvals import services
@@ -54,7 +55,13 @@ def fuzz(schema: Any, base_url: str, token: str, mode: GenerationMode, failures:
                     f"query={case.query} body={str(case.body)[:200]} -> {response.text[:200]}"
                 )
 
-        run()
+        try:
+            run()
+        except Unsatisfiable:
+            # A public operation with no parameter and no body (the VAPID key) has nothing
+            # a negative case could make invalid; every other operation still has cases.
+            if mode != GenerationMode.NEGATIVE:
+                raise
     return calls
 
 

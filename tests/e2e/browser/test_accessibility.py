@@ -82,6 +82,7 @@ def pages(ids: dict[str, Any]) -> list[str]:
         "/agents/",
         "/profile/",
         "/people/",
+        "/notifications/",
     ]
 
 

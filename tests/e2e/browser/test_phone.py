@@ -24,7 +24,16 @@ class PhoneLayoutTests:
         page = page_for(alice, **PHONE)
         wait_live(page)
         page.wait_for_selector(f"#req-{req.pk}")
-        for path in ("/", "/audit/", "/denials/", "/rules/", "/agents/", "/profile/", f"/requests/{req.pk}/"):
+        for path in (
+            "/",
+            "/audit/",
+            "/denials/",
+            "/rules/",
+            "/agents/",
+            "/profile/",
+            "/notifications/",
+            f"/requests/{req.pk}/",
+        ):
             page.goto(page.url.split("/", 3)[0] + "//" + page.url.split("/", 3)[2] + path)
             width = page.evaluate("document.documentElement.scrollWidth")
             assert width <= 375, f"{path} is {width}px wide at 375px"

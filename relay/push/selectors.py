@@ -1,0 +1,46 @@
+"""Push reads: who is pushed an ask, and where its notifications went."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.models import User
+from django.db.models import Q
+
+from approvals.models import Membership, PermissionRequest, Role
+from relay.models import NtfyTopic, PushActionToken, PushSubscription
+
+
+def deciders_of(request: PermissionRequest) -> Q:
+    """The active people who may decide `request`: its team's approvers and the superusers.
+
+    - The same rule as `approvals.permissions.can_decide`, as one query for many people.
+    """
+    approvers = Membership.objects.filter(team_id=request.team_id, role=Role.APPROVER).values("user_id")
+    return Q(user__is_active=True) & (Q(user__is_superuser=True) | Q(user_id__in=approvers))
+
+
+def subscriptions_for(request: PermissionRequest) -> list[PushSubscription]:
+    return list(PushSubscription.objects.filter(deciders_of(request)).select_related("user").order_by("id"))
+
+
+def ntfy_topics_for(request: PermissionRequest) -> list[NtfyTopic]:
+    return list(NtfyTopic.objects.filter(deciders_of(request)).select_related("user").order_by("id"))
+
+
+def subscriptions_notified(request_id: uuid.UUID) -> list[PushSubscription]:
+    """The subscriptions an ask was pushed to (they hold its tokens), to tell them it is over."""
+    ids = PushActionToken.objects.filter(request_id=request_id, subscription__isnull=False).values("subscription_id")
+    return list(PushSubscription.objects.filter(pk__in=ids).order_by("id"))
+
+
+def subscriptions_of(user: User) -> list[PushSubscription]:
+    return list(PushSubscription.objects.filter(user=user).order_by("-created_at"))
+
+
+def ntfy_topic_of(user: User) -> NtfyTopic | None:
+    return NtfyTopic.objects.filter(user=user).first()
+
+
+def action_token(token_hash: str) -> PushActionToken | None:
+    return PushActionToken.objects.select_related("user", "request").filter(token_hash=token_hash).first()
