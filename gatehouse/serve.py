@@ -11,6 +11,13 @@ SIGTERM (or SIGINT):
    `GATEHOUSE_DRAIN_SECONDS` (default 30);
 4. stop.
 
+It also bounds what one WebSocket may hold unsent: a client that never reads (while the
+server keeps pushing cards, or answering its frames) would otherwise grow the process's
+memory without end. Once a socket's unsent bytes — Twisted's write buffer, past what the
+kernel took — pass `GATEHOUSE_MAX_SOCKET_UNSENT_BYTES` (default 4 MiB) it is aborted at
+once (a clean close would queue behind the same buffer); the client reconnects and
+refetches, as after any gap.
+
 Takes Daphne's own arguments: `python -m gatehouse.serve -b 127.0.0.1 -p 8001
 gatehouse.asgi:application`.
 """
@@ -29,13 +36,52 @@ from typing import Any
 
 from daphne.cli import CommandLineInterface
 from daphne.server import Server
+from daphne.ws_protocol import WebSocketProtocol
+from prometheus_client import Counter
 from twisted.internet import defer, reactor
 
 log = logging.getLogger("gatehouse.serve")
+UNSENT_ABORTS = Counter(
+    "gatehouse_socket_unsent_aborts_total", "WebSockets aborted because their unsent data passed the limit."
+)
 
 DRAIN_SECONDS = float(os.environ.get("GATEHOUSE_DRAIN_SECONDS", "30"))
 DRAIN_POLL_SECONDS = 0.1
 SHUTDOWN_GRACE_SECONDS = 5.0
+MAX_SOCKET_UNSENT_BYTES = int(os.environ.get("GATEHOUSE_MAX_SOCKET_UNSENT_BYTES", str(4 * 1024 * 1024)))
+
+
+def unsent_bytes(transport: Any) -> int | None:
+    """What the transport holds unsent, or None when it is not a Twisted file descriptor.
+
+    - Twisted's `FileDescriptor` keeps what the kernel has not taken in `dataBuffer` (from
+      `offset`) plus `_tempDataBuffer` (`_tempDataLen` bytes); it has no public getter.
+      Wrappers (`ProtocolWrapper`, TLS) are walked down to it.
+    """
+    for _ in range(4):
+        if transport is None or hasattr(transport, "_tempDataLen"):
+            break
+        transport = getattr(transport, "transport", None)
+    if transport is None or not hasattr(transport, "_tempDataLen"):
+        return None
+    return len(transport.dataBuffer) - int(transport.offset) + int(transport._tempDataLen)
+
+
+class BoundedWebSocketProtocol(WebSocketProtocol):
+    """Daphne's WebSocket protocol that aborts a socket whose unsent data passes the limit."""
+
+    def serverSend(self, content: Any, binary: bool = False) -> None:
+        super().serverSend(content, binary)
+        unsent = unsent_bytes(self.transport)
+        if unsent is not None and unsent > MAX_SOCKET_UNSENT_BYTES and self.transport is not None:
+            log.warning(
+                "websocket %s aborted: %d bytes unsent (limit %d); the client is not reading",
+                self.path.decode(errors="replace") if isinstance(self.path, bytes) else self.path,
+                unsent,
+                MAX_SOCKET_UNSENT_BYTES,
+            )
+            UNSENT_ABORTS.inc()
+            self.transport.abortConnection()
 
 
 class DrainingServer(Server):
@@ -48,6 +94,8 @@ class DrainingServer(Server):
         self.draining = False
 
     def listen_success(self, port: Any) -> None:
+        # Before the reactor accepts a connection on the port: every socket is bounded.
+        self.ws_factory.protocol = BoundedWebSocketProtocol
         self.ports.append(port)
         super().listen_success(port)
 
