@@ -480,3 +480,32 @@ class SavedAuditFilter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.user})"
+
+
+class PauseAnswer(models.TextChoices):
+    DENY = "deny", "deny every call"
+    ASK = "ask", "ask a person for every call"
+
+
+class Pause(models.Model):
+    """The stop switch: while a row exists, every call of the agent (or of the whole team) is
+    answered `answer` at once. A team admin sets and lifts it; both are rows in the audit chain."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="pauses")
+    # None: every agent of the team, also ones registered while it is paused.
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="pauses")
+    answer = models.CharField(max_length=8, choices=PauseAnswer.choices, default=PauseAnswer.DENY)
+    note = models.CharField(max_length=500, blank=True, default="")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team"], condition=models.Q(agent__isnull=True), name="pause_one_per_team"),
+            models.UniqueConstraint(
+                fields=["agent"], condition=models.Q(agent__isnull=False), name="pause_one_per_agent"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"pause of {self.agent or self.team}: {self.answer}"

@@ -632,8 +632,16 @@ def agents(request: HttpRequest) -> HttpResponse:
                 # Rendered into this response only: never stored, never shown again.
                 created = {"agent": agent, "token": token}
                 form = AgentForm(teams=teams)
+    pauses = list(selectors.pauses_visible_to(request.user))
     rows = [
-        {"agent": a, "can_manage": a.revoked_at is None and permissions.can_manage_team(request.user, a.team_id)}
+        {
+            "agent": a,
+            "can_manage": a.revoked_at is None and permissions.can_manage_team(request.user, a.team_id),
+            "can_pause": a.revoked_at is None and permissions.is_team_admin(request.user, a.team_id),
+            "paused": next(
+                (p for p in pauses if p.agent_id == a.pk or (p.agent_id is None and p.team_id == a.team_id)), None
+            ),
+        }
         for a in selectors.agents_visible_to(request.user)
     ]
     context = {
@@ -642,6 +650,8 @@ def agents(request: HttpRequest) -> HttpResponse:
         "created": created,
         "can_add": permissions.is_approver_anywhere(request.user),
         "snippet": _hook_snippet(request),
+        "pauses": [{"pause": p, "can_resume": permissions.is_team_admin(request.user, p.team_id)} for p in pauses],
+        "pausable_teams": selectors.teams_administered(request.user),
     }
     response = _page(request, "approvals/agents.html", context, status=400 if form.errors else 200)
     if created:
@@ -659,6 +669,51 @@ def agent_revoke(request: HttpRequest, agent_id: int) -> HttpResponse:
         return HttpResponseForbidden("Only approvers of this agent's team can revoke it.")
     services.agent_revoke(agent=agent)
     messages.success(request, f"Revoked {agent.name}: its token no longer works.")
+    return redirect("agents")
+
+
+@login_required
+@require_POST
+def agents_pause(request: HttpRequest) -> HttpResponse:
+    """The stop switch: a team admin pauses one agent (`agent` id) or the whole team (`team` id)."""
+    team = selectors.teams_administered(request.user).filter(pk=request.POST.get("team") or 0).first()
+    if team is None:
+        return HttpResponseForbidden("Only a team admin can pause its agents.")
+    agent = None
+    if request.POST.get("agent"):
+        agent = selectors.agents_visible_to(request.user).filter(pk=request.POST["agent"], team=team).first()
+        if agent is None:
+            raise Http404("No such agent.")
+    try:
+        services.pause_set(
+            team=team,
+            agent=agent,
+            answer=request.POST.get("answer", "deny"),
+            user=_person(request),
+            surface="web",
+            note=request.POST.get("note", "").strip(),
+        )
+    except services.ServiceError as exc:
+        messages.error(request, f"Could not pause: {exc}")
+    else:
+        messages.success(request, f"Paused {agent.name if agent else 'team ' + team.name}: its calls are stopped now.")
+    return redirect("agents")
+
+
+@login_required
+@require_POST
+def pause_resume(request: HttpRequest, pause_id: int) -> HttpResponse:
+    pause = selectors.pauses_visible_to(request.user).filter(pk=pause_id).first()
+    if pause is None:
+        raise Http404("No such pause.")
+    if not permissions.is_team_admin(request.user, pause.team_id):
+        return HttpResponseForbidden("Only a team admin can resume its agents.")
+    try:
+        services.pause_lift(pause=pause, user=_person(request), surface="web")
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Resumed {pause.agent.name if pause.agent else 'team ' + pause.team.name}.")
     return redirect("agents")
 
 

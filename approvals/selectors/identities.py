@@ -13,6 +13,7 @@ from approvals.models import (
     Agent,
     ChatIdentity,
     Membership,
+    Pause,
     PersonalToken,
     Role,
     Team,
@@ -76,3 +77,17 @@ def team_members(team: Team) -> QuerySet[Membership]:
 
 def member_of(team: Team, user_id: int) -> Membership | None:
     return Membership.objects.filter(team=team, user_id=user_id).select_related("user").first()
+
+
+def pause_for(agent: Agent) -> Pause | None:
+    """The stop switch over this agent (its own or its team's); a deny beats an ask."""
+    pauses = list(
+        Pause.objects.select_related("created_by").filter(Q(agent__isnull=True) | Q(agent=agent), team_id=agent.team_id)
+    )
+    return min(pauses, key=lambda p: (p.answer != "deny", p.agent_id is None), default=None)
+
+
+def pauses_visible_to(user: User | AnonymousUser) -> QuerySet[Pause]:
+    teams = permissions.team_ids_for(user)
+    pauses = Pause.objects.select_related("team", "agent", "created_by").order_by("team__name", "agent__name")
+    return pauses if teams is None else pauses.filter(team_id__in=teams)

@@ -58,6 +58,7 @@ from approvals.services.outcomes import (
     SubmitResult,
     ToolUseIdReused,
 )
+from approvals.services.pauses import PAUSE_TOOL, RESUME_TOOL, pause_lift, pause_set
 from approvals.services.rules import rule_create, rule_delete, rule_update, rule_validate
 from approvals.services.submit import REPLAY_WINDOW, SAFETY_FLOOR_DETAIL, request_submit
 
@@ -73,8 +74,10 @@ __all__ = [
     "MAX_REMEMBER_HOURS",
     "MAX_SAVED_FILTERS",
     "MIN_REMEMBER_HOURS",
+    "PAUSE_TOOL",
     "REMEMBER_CHOICES",
     "REPLAY_WINDOW",
+    "RESUME_TOOL",
     "SAFETY_FLOOR_DETAIL",
     "TOKEN_LIFETIMES_DAYS",
     "AuditUnavailable",
@@ -96,6 +99,8 @@ __all__ = [
     "chat_link_code_create",
     "default_team",
     "membership_set",
+    "pause_lift",
+    "pause_set",
     "person_add",
     "person_credentials_changed",
     "person_deactivate",

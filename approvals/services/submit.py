@@ -27,6 +27,8 @@ from approvals.engine_input import engine_input
 from approvals.extensions import PreDecisionWork, registry
 from approvals.models import (
     Agent,
+    Pause,
+    PauseAnswer,
     PermissionRequest,
     RequestState,
     RuleSource,
@@ -39,7 +41,9 @@ from policy.tools import canonical_rule_tool
 log = logging.getLogger(__name__)
 
 
-def _engine_input(agent: Agent, call: dict[str, Any], denial_state: dict[str, Any] | None) -> dict[str, Any]:
+def _engine_input(
+    agent: Agent, call: dict[str, Any], denial_state: dict[str, Any] | None, *, providers: bool = True
+) -> dict[str, Any]:
     doc = engine_input(call, registered_mode=agent.default_mode, denial_state=denial_state)
     if agent.pinned_home:
         # A home a team admin pinned beats the one the agent claims.
@@ -48,7 +52,8 @@ def _engine_input(agent: Agent, call: dict[str, Any], denial_state: dict[str, An
             doc["facts"] = {**doc["facts"], "home": agent.pinned_home}
     if agent.pinned_roots:
         doc["pinned_roots"] = list(agent.pinned_roots)
-    doc.update(_run_pre_decision(doc, agent.team_id))
+    if providers:
+        doc.update(_run_pre_decision(doc, agent.team_id))
     return doc
 
 
@@ -123,9 +128,13 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
 
     started = time.perf_counter()
     saved_denials = _stored_denial_state(agent, call.get("session_id", ""))
-    doc = _engine_input(agent, call, saved_denials)
+    pause = selectors.pause_for(agent)
+    # A paused agent's call asks no webhook and no classifier: the switch answers it.
+    doc = _engine_input(agent, call, saved_denials, providers=pause is None)
     compiled, timeouts = compiled_rules_for(agent, doc["session_id"], doc["cwd"])
     verdict = policy.decide(doc, rules=compiled)
+    if pause is not None:
+        verdict = _paused(verdict, pause)
     floor = call.get("safety_floor")
     if isinstance(floor, dict) and verdict.behavior == "allow":
         verdict = _for_a_person(verdict)
@@ -221,6 +230,32 @@ def _over_pending_limit(verdict: policy.Decision) -> policy.Decision:
         reason={"type": "other", "detail": "pendingLimit", "limit": limit},
         message=message,
         updated_input=None,
+        trace=[*verdict.trace, step],
+    )
+
+
+def _paused(verdict: policy.Decision, pause: Pause) -> policy.Decision:
+    """The stop switch's answer: deny at once, or ask a person (never an allow); a deny stays a deny."""
+    scope = "agent" if pause.agent_id else "team"
+    who = pause.created_by.get_username() if pause.created_by else "a team admin"
+    subject = "This agent" if scope == "agent" else "This agent's team"
+    reason = {"type": "other", "detail": "paused", "scope": scope, "paused_by": who}
+    step = {"step": "paused", "result": pause.answer, "scope": scope, "overrides": verdict.reason}
+    if pause.answer != PauseAnswer.ASK:
+        message = f"{subject} is paused by {who}: every call is denied until a team admin resumes it."
+        return dataclasses.replace(
+            verdict, behavior="deny", reason=reason, message=message, updated_input=None, trace=[*verdict.trace, step]
+        )
+    if verdict.behavior == "deny":
+        return verdict
+    message = f"{subject} is paused by {who}: a person must answer every call until it is resumed."
+    return dataclasses.replace(
+        verdict,
+        behavior="ask",
+        reason=reason,
+        message=message,
+        updated_input=None,
+        reserved=True,
         trace=[*verdict.trace, step],
     )
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from approvals import services
-from approvals.models import Rule
+from approvals.models import Pause, Rule
 from tests.approvals.conftest import ASK_CALL, Api, person_api
 
 PERSONAS = [
@@ -36,6 +36,9 @@ cancel          401       401         401           200   404         403    403
 decide          401       401         401           403   403         403    200      200        404      200
 audit           401       401         401           403   403         200    200      200        200      200
 analytics       401       401         401           403   403         200    200      200        200      200
+pauses_list     401       401         401           403   403         200    200      200        200      200
+pause_create    401       401         401           403   403         403    403      201        404      201
+pause_delete    401       401         401           403   403         403    403      204        404      204
 rules_list      401       401         401           403   403         200    200      200        200      200
 rules_create    401       401         401           403   403         403    201      201        403      201
 rule_detail     401       401         401           403   403         200    200      200        404      200
@@ -59,6 +62,9 @@ ENDPOINTS: dict[str, tuple[str, str, Any]] = {
     "decide": ("post", "/api/v1/permission-requests/{req}/decision", {"behavior": "allow"}),
     "audit": ("get", "/api/v1/audit", None),
     "analytics": ("get", "/api/v1/analytics/approvers", None),
+    "pauses_list": ("get", "/api/v1/pauses", None),
+    "pause_create": ("post", "/api/v1/pauses", {"team": "default", "agent": "ci-bot"}),
+    "pause_delete": ("delete", "/api/v1/pauses/{pause}", None),
     "rules_list": ("get", "/api/v1/rules", None),
     "rules_create": ("post", "/api/v1/rules", {"rule": "Bash(ls:*)", "behavior": "allow", "team": "default"}),
     "rule_detail": ("get", "/api/v1/rules/{rule}", None),
@@ -132,10 +138,12 @@ class RoleMatrixTests:
                 rule = Rule.objects.create(
                     rule="Bash(make:*)", behavior="allow", source="localSettings", team=default_team
                 )
-                path = template.format(req=request.pk, rule=rule.pk)
+                pause = Pause.objects.create(team=default_team, answer="deny") if "{pause}" in template else None
+                path = template.format(req=request.pk, rule=rule.pk, pause=pause.pk if pause else 0)
                 submit_body = {**body, "tool_use_id": f"matrix_{next(counter)}"} if endpoint == "submit" else body
                 response = clients[persona]().call(method, path, submit_body)
                 actual[(endpoint, persona)] = response.status_code
+                Pause.objects.all().delete()  # a stop switch set by one cell must not answer the next
                 if response.status_code >= 400 and endpoint != "schema":
                     # Every refusal is the API's JSON error shape with a message to act on.
                     assert response.json()["error"]["message"], (endpoint, persona)

@@ -17,7 +17,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from approvals import services
-from approvals.models import ChatIdentity, Decision, Rule
+from approvals.models import ChatIdentity, Decision, Pause, Rule
 from relay.models import PushSubscription
 from tests.conftest import AgentPersona
 
@@ -79,6 +79,8 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     "analytics_api": ("api/v1/analytics/approvers", "get", "/api/v1/analytics/approvers", None),
     "tokens_list": ("api/v1/tokens", "get", "/api/v1/tokens", None),
     "token_revoke": ("api/v1/tokens/<int:token_id>", "delete", "/api/v1/tokens/999999", None),
+    "pauses_api": ("api/v1/pauses", "get", "/api/v1/pauses", None),
+    "pause_api_delete": ("api/v1/pauses/<int:pause_id>", "delete", "/api/v1/pauses/{pause}", None),
     "audit_csv": ("api/v1/audit", "get", "/api/v1/audit?format=csv", None),
     "rules_list": ("api/v1/rules", "get", "/api/v1/rules", None),
     "rules_create": ("api/v1/rules", "post", "/api/v1/rules", {"rule": "Bash(ls:*)", "behavior": "allow"}),
@@ -146,6 +148,8 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     "rule_delete_page": ("rules/<int:rule_id>/delete/", "post", "/rules/{rule}/delete/", {}),
     "agents_page": ("agents/", "get", "/agents/", None),
     "agent_revoke_page": ("agents/<int:agent_id>/revoke/", "post", "/agents/{agent}/revoke/", {}),
+    "agents_pause_page": ("agents/pause/", "post", "/agents/pause/", "PAUSE_FORM"),
+    "pause_resume_page": ("pauses/<int:pause_id>/resume/", "post", "/pauses/{pause}/resume/", {}),
     "agent_pin_page": ("agents/<int:agent_id>/pins/", "post", "/agents/{agent}/pins/", {}),
     "profile_page": ("profile/", "get", "/profile/", None),
     "people_page": ("people/", "get", "/people/", None),
@@ -211,6 +215,8 @@ token_revoke            401       401         401           403   403         40
 audit_api               401       401         401           403   403         200    200      200        200      200
 audit_csv               401       401         401           403   403         200    200      200        200      200
 analytics_api           401       401         401           403   403         200    200      200        200      200
+pauses_api              401       401         401           403   403         200    200      200        200      200
+pause_api_delete        401       401         401           403   403         403    403      204        404      204
 rules_list              401       401         401           403   403         200    200      200        200      200
 rules_create            401       401         401           403   403         403    201      201        201      201
 rules_explain           401       401         401           403   403         200    200      200        200      200
@@ -248,6 +254,8 @@ rule_delete_page        302       302         302           302   302         40
 agents_page             302       302         302           302   302         200    200      200        200      200
 agent_revoke_page       302       302         302           302   302         403    302      302        404      302
 agent_pin_page          302       302         302           302   302         403    302      302        404      302
+agents_pause_page       302       302         302           302   302         403    403      302        403      302
+pause_resume_page       302       302         302           302   302         403    403      302        404      302
 profile_page            302       302         302           302   302         200    200      200        200      200
 identity_delete_page    302       302         302           302   302         404    302      404        404      404
 people_page             302       302         302           302   302         403    403      200        403      200
@@ -367,6 +375,8 @@ def fresh_objects(template: str, n: int, ci_bot: AgentPersona, alice: Any, defau
         found["rule"] = rule.pk
     if "{agent}" in template:
         found["agent"] = services.agent_create(name=f"spare-{n}", team=default_team)[0].pk
+    if "{pause}" in template:
+        found["pause"] = Pause.objects.create(team=default_team, answer="deny").pk
     if "{member}" in template:
         found["member"] = services.person_add(username=f"member-{n}", team=default_team, role="approver").pk
     if "{pushsub}" in template:
@@ -408,6 +418,7 @@ def actual_table(
             else:
                 response = getattr(client, method)(path, data=payload)
             table[(name, persona)] = response.status_code
+            Pause.objects.all().delete()  # a stop switch set by one cell must not answer the next
     return table
 
 
@@ -415,7 +426,11 @@ def team_forms(team: Any) -> dict[str, dict[str, Any]]:
     """Page forms that name the default team by its id."""
     rule = {"rule": "Bash(ls:*)", "behavior": "allow", "source": "localSettings", "scope": "global"}
     autopilot = {"approvals": "5", "trial_hours": "24", "window_days": "30"}
-    return {"WHAT_IF": {**rule, "team": team.pk}, "AUTOPILOT": {**autopilot, "team": team.pk}}
+    return {
+        "WHAT_IF": {**rule, "team": team.pk},
+        "AUTOPILOT": {**autopilot, "team": team.pk},
+        "PAUSE_FORM": {"team": team.pk, "answer": "deny"},
+    }
 
 
 def format_table(table: dict[tuple[str, str], int]) -> str:
