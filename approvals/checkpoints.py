@@ -215,7 +215,30 @@ def live_hashes(ids: list[int], batch: int = 500) -> dict[int, str]:
     return found
 
 
-def verify_checkpoints(path: Path | None = None) -> CheckpointReport:
+def _unanchored(newest: dict[str, Any] | None, last_cut: int, now: datetime) -> tuple[str, str]:
+    """(summary, problem) of the rows after the newest checkpoint: these a cut could remove unseen.
+
+    - A problem when such rows exist and the newest checkpoint is older than twice the
+      schedule (`GATEHOUSE_CHECKPOINT_MINUTES`) plus a minute: the sweeper is not anchoring.
+    """
+    since_id = max(newest["head_id"] if newest else 0, last_cut)
+    count = Decision.objects.filter(id__gt=since_id).count()
+    if newest is None:
+        return "", ""
+    age = now - datetime.fromisoformat(newest["at"])
+    summary = f"newest {newest['at']} ({int(age.total_seconds() // 60)} min ago); {count} rows since, not yet anchored"
+    allowed = timedelta(minutes=2 * settings.GATEHOUSE_CHECKPOINT_MINUTES + 1)
+    if count and age > allowed:
+        problem = (
+            f"{count} rows were written after the newest checkpoint ({newest['at']}), older than "
+            f"{int(allowed.total_seconds() // 60)} min: is the sweeper writing checkpoints? "
+            "Until one is written, deleting these rows cannot be detected"
+        )
+        return summary, problem
+    return summary, ""
+
+
+def verify_checkpoints(path: Path | None = None, *, now: datetime | None = None) -> CheckpointReport:
     """Check the chain against every signed checkpoint; say plainly when none are configured."""
     if not settings.GATEHOUSE_CHECKPOINT_PUBLIC_KEY_FILE:
         return CheckpointReport(
@@ -239,6 +262,9 @@ def verify_checkpoints(path: Path | None = None) -> CheckpointReport:
             problems.append(f"checkpoint of {line['at']}: {why}")
     if signed and (why := _check_rows(max(signed, key=lambda line: line["head_id"]), last_cut)):
         problems.append(f"latest checkpoint: {why}")
-    newest = max((line["at"] for line in signed), default="never")
-    summary = f"checkpoints: {len(signed)} verified against the chain (newest {newest})"
+    newest = max(signed, key=lambda line: line["head_id"], default=None)
+    window, stale = _unanchored(newest, last_cut, now or timezone.now())
+    if stale:
+        problems.append(f"latest checkpoint: {stale}")
+    summary = f"checkpoints: {len(signed)} verified against the chain ({window or 'none signed'})"
     return CheckpointReport(True, len(signed), problems, summary)

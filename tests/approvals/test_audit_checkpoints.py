@@ -189,3 +189,47 @@ class SweeperCheckpointTests:
         assert cut.returncode == 1
         assert f"decision {rows[-1].pk} is gone" in cut.stderr
         assert Decision.objects.count() == 1
+
+
+@pytest.mark.django_db
+class UnanchoredWindowTests:
+    """The rows after the newest checkpoint are the one window a cut goes unseen: it is
+    reported, and a window that stays open (no sweeper) fails verification."""
+
+    @pytest.mark.parametrize(
+        ("rows_after", "minutes_later", "fails"),
+        [
+            (0, 0, False),
+            (0, 60, False),  # nothing written since: nothing to anchor
+            (2, 0, False),
+            (2, 2, False),
+            (2, 4, True),  # past 2 x 1 min + 1 min with rows waiting
+            (1, 60 * 24, True),
+        ],
+    )
+    def test_it_reports_the_rows_after_the_newest_checkpoint_and_fails_a_stale_window(
+        self, ci_bot: Any, keys: dict[str, Path], settings: Any, rows_after: int, minutes_later: int, fails: bool
+    ) -> None:
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        from approvals.checkpoints import verify_checkpoints
+
+        settings.GATEHOUSE_CHECKPOINT_MINUTES = 1
+        decide_some(ci_bot.agent, 2)
+        checkpoint()
+        for n in range(rows_after):  # new tool_use_ids: decide_some's would replay the first rows
+            call = {"tool_name": "Teleport", "tool_input": {"n": n}, "tool_use_id": f"after_{n}"}
+            assert services.request_submit(agent=ci_bot.agent, call=call).decision is not None
+        report = verify_checkpoints(now=timezone.now() + timedelta(minutes=minutes_later))
+        assert f"{rows_after} rows since, not yet anchored" in report.summary
+        assert f"({minutes_later} min ago)" in report.summary
+        assert bool(report.problems) is fails, report.problems
+        if fails:
+            assert "is the sweeper writing checkpoints" in report.problems[0]
+
+    def test_the_default_schedule_keeps_the_window_short(self) -> None:
+        from django.conf import settings
+
+        assert settings.GATEHOUSE_CHECKPOINT_ROWS <= 100 and settings.GATEHOUSE_CHECKPOINT_MINUTES <= 1
