@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # `typing` is ~30 M instructions of start-up; annotations are
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 DECIDING_EVENTS = ("PreToolUse", "PermissionRequest")
-RECORDING_EVENTS = ("PostToolUse", "PostToolUseFailure")
+RECORDING_EVENTS = ("PostToolUse", "PostToolUseFailure", "PermissionDenied")
 # Each long-poll stays well under common proxy idle timeouts (often 30-60 s).
 POLL_CHUNK = 25.0
 # How long to keep trying a server we have never reached before giving up on it.

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure")
+EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PermissionDenied")
 DECIDING_EVENTS = ("PreToolUse", "PermissionRequest")
 MARKERS = ("gatehouse-hook", "agent/hook.py", "agent.hook", "/hooks/claude-code")
 TIMEOUT_MARGIN = 30  # Claude Code's own timeout outlasts the hook's, so the hook answers

@@ -109,7 +109,7 @@ REQUEST_FIELDS = (
 # In format 2's request part when set (the agent's reported facts): left out when null,
 # so a row hashed before the request had such a field still verifies, while a value
 # written into it, or one removed, breaks the row.
-OPTIONAL_REQUEST_FIELDS = ("facts",)
+OPTIONAL_REQUEST_FIELDS = ("facts", "call_context")
 
 
 def request_fields(request: PermissionRequest) -> dict[str, Any]:

@@ -16,6 +16,10 @@ from approvals.models import Context, Mode
 from policy.facts import FactsError, facts_to_dict, parse_facts
 
 MAX_HOOK_OUTPUTS = 20
+# What a call may say of its place in the agent's session (Claude Code's hook input names
+# the first four), and how long each may be. `prompt`: the user's last prompt, sent only by
+# an agent whose hook was installed with `--send-prompt`.
+CALL_CONTEXT = {"prompt_id": 200, "agent_id": 200, "agent_type": 200, "effort": 32, "prompt": 4000}
 
 
 class CallInvalid(ValueError):
@@ -45,8 +49,20 @@ class ToolCallSerializer(StrictSerializer):
         help_text="The agent machine's home, user and paths (docs/API.md, Agent facts).",
     )
 
+    call_context = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="Where the call stands in the agent's session: prompt_id, agent_id, agent_type, effort, prompt.",
+    )
+
     class Meta:
         ref_name = "PermissionRequestSubmit"
+
+    def validate_call_context(self, value: Any) -> dict[str, str] | None:
+        try:
+            return parse_call_context(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
     def validate_facts(self, value: Any) -> dict[str, Any] | None:
         if value is None:
@@ -69,6 +85,32 @@ class ToolCallSerializer(StrictSerializer):
     def validate_pre_tool_use_hooks(self, value: list[Any]) -> list[Any]:
         without_nul(value, "pre_tool_use_hooks")
         return value
+
+
+def parse_call_context(value: Any) -> dict[str, str] | None:
+    """The call's context with only the known keys, each a string within its limit; None if empty.
+
+    - An unknown key or a value that is not a string is refused; a longer `prompt` is cut
+      (it is shown, never decided on), any other value over its limit is refused.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError("call_context must be a JSON object")
+    unknown = sorted(set(value) - set(CALL_CONTEXT))
+    if unknown:
+        raise ValueError(f"call_context has unknown keys: {', '.join(unknown)} (known: {', '.join(CALL_CONTEXT)})")
+    context: dict[str, str] = {}
+    for key, limit in CALL_CONTEXT.items():
+        item = value.get(key)
+        if item in (None, ""):
+            continue
+        if not isinstance(item, str) or "\x00" in item:
+            raise ValueError(f"call_context.{key} must be a string without NUL characters")
+        if len(item) > limit and key != "prompt":
+            raise ValueError(f"call_context.{key} is longer than {limit} characters")
+        context[key] = item[:limit]
+    return context or None
 
 
 def parse_call(data: Any) -> dict[str, Any]:

@@ -138,6 +138,11 @@ class PermissionRequest(models.Model):
     # What the agent reported about its own machine (home, user, paths): the decision's
     # premises, shown to reviewers. Null when the transport carried none (curl, http hook).
     facts = models.JSONField(null=True, blank=True)
+    # What Claude Code says of the call's place in the session (`calls.CALL_CONTEXT`): the
+    # prompt it answers (`prompt_id`), the subagent making it (`agent_id`, `agent_type`),
+    # the effort level, and the user's prompt when the agent opted in to send it. Null
+    # when the caller sent none.
+    call_context = models.JSONField(null=True, blank=True)
     state = models.CharField(max_length=16, choices=RequestState.choices, default=RequestState.PENDING)
     # Bumped by every state change; the conditional update on it is the race's fence.
     version = models.PositiveIntegerField(default=0)

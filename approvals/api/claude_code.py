@@ -49,7 +49,7 @@ from approvals import selectors, services, strict_json
 from approvals.api.errors import DATABASE_UNAVAILABLE
 from approvals.audit import input_hash
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
-from approvals.calls import CallInvalid, parse_call
+from approvals.calls import CallInvalid, parse_call, parse_call_context
 from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState
 from approvals.waiting import wait_for_decision
 from policy.facts import FactsError, facts_to_dict, parse_facts
@@ -60,8 +60,10 @@ PRE_TOOL_USE = "PreToolUse"
 PERMISSION_REQUEST = "PermissionRequest"
 POST_TOOL_USE = "PostToolUse"
 POST_TOOL_USE_FAILURE = "PostToolUseFailure"
+# Claude Code's auto mode refused the call itself (its classifier): recorded, not decided.
+PERMISSION_DENIED = "PermissionDenied"
 DECIDING_EVENTS = (PRE_TOOL_USE, PERMISSION_REQUEST)
-RECORDING_EVENTS = (POST_TOOL_USE, POST_TOOL_USE_FAILURE)
+RECORDING_EVENTS = (POST_TOOL_USE, POST_TOOL_USE_FAILURE, PERMISSION_DENIED)
 # What the caller may ask for when its wait ends. Never "allow": what a deadline decides
 # is the server's (a deny), and an agent's own query must not approve its own ask.
 ON_TIMEOUT_CHOICES = ("deny", "ask")
@@ -91,6 +93,9 @@ class HookCall:
     tool_response: Any = None
     error: str = ""
     facts: dict[str, Any] | None = None
+    call_context: dict[str, str] | None = None
+    # PermissionDenied: why Claude Code refused the call.
+    denied_reason: str = ""
 
     def submission(self, context: str) -> dict[str, Any]:
         """The `call` that `services.request_submit` takes."""
@@ -105,6 +110,7 @@ class HookCall:
             "facts": self.facts,
             "transcript_path": self.transcript_path,
             "permission_suggestions": self.permission_suggestions,
+            "call_context": self.call_context,
         }
 
 
@@ -178,6 +184,8 @@ def parse_hook_input(body: Any) -> HookCall | None:
         tool_response=body.get("tool_response"),
         error=error if isinstance(error, str) else json.dumps(error),
         facts=_facts(body.get("facts")),
+        call_context=_call_context(body),
+        denied_reason=_text(body, "reason", limit=10_000) if event == PERMISSION_DENIED else "",
     )
     if event in DECIDING_EVENTS:
         # What is submitted meets the same spec as a call from the API or the socket.
@@ -186,6 +194,25 @@ def parse_hook_input(body: Any) -> HookCall | None:
         except CallInvalid as exc:
             raise HookInputError(str(exc)) from None
     return call
+
+
+def _call_context(body: dict[str, Any]) -> dict[str, str] | None:
+    """Claude Code's `prompt_id`, `agent_id`, `agent_type` and `effort` (2.1.332 sends
+    `{"level": "medium"}`), and the `user_prompt` Gatehouse's hook adds when opted in."""
+    effort = body.get("effort")
+    if isinstance(effort, dict):
+        effort = effort.get("level")
+    raw = {
+        "prompt_id": body.get("prompt_id"),
+        "agent_id": body.get("agent_id"),
+        "agent_type": body.get("agent_type"),
+        "effort": effort,
+        "prompt": body.get("user_prompt"),
+    }
+    try:
+        return parse_call_context({key: value for key, value in raw.items() if value is not None})
+    except ValueError as exc:
+        raise HookInputError(str(exc)) from None
 
 
 def _facts(value: Any) -> dict[str, Any] | None:
@@ -384,7 +411,15 @@ def withdraw_call(agent: Agent, call: HookCall) -> None:
 
 
 def record_result(agent: Agent, call: HookCall) -> None:
-    """PostToolUse / PostToolUseFailure: the call ran (or failed) on the agent's side."""
+    """PostToolUse / PostToolUseFailure: the call ran (or failed) on the agent's side.
+
+    PermissionDenied: Claude Code's auto mode refused it; an audit row records that.
+    """
+    if call.event == PERMISSION_DENIED:
+        services.request_record_denied_by_agent(
+            agent=agent, call=call.submission(Context.INTERACTIVE), reason=call.denied_reason
+        )
+        return
     request = selectors.request_by_tool_use_id(agent=agent, tool_use_id=call.tool_use_id)
     if request is None:
         return

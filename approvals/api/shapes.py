@@ -49,6 +49,9 @@ class RequestOutputSerializer(serializers.Serializer):
     destructive_warning = serializers.CharField(allow_null=True)
     suggested_rules = serializers.ListField(child=serializers.CharField())
     permission_suggestions = serializers.JSONField()
+    call_context = serializers.JSONField(
+        allow_null=True, help_text="prompt_id, agent_id, agent_type, effort and prompt, as the agent sent them."
+    )
     decision = DecisionOutputSerializer(allow_null=True)
 
     class Meta:

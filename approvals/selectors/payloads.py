@@ -48,5 +48,6 @@ def request_payload(request: PermissionRequest, decision: Decision | None = None
         "destructive_warning": evaluation.get("destructive_warning"),
         "suggested_rules": evaluation.get("suggested_rules", []),
         "permission_suggestions": request.permission_suggestions,
+        "call_context": request.call_context,
         "decision": decision_payload(decision) if decision is not None else None,
     }

@@ -23,6 +23,7 @@ from approvals.services.decide import (
     request_decide_batch,
     request_expire,
     request_join_prompt,
+    request_record_denied_by_agent,
     request_record_result,
 )
 from approvals.services.identities import (
@@ -116,6 +117,7 @@ __all__ = [
     "request_decide_batch",
     "request_expire",
     "request_join_prompt",
+    "request_record_denied_by_agent",
     "request_record_result",
     "request_submit",
     "rule_create",

@@ -20,9 +20,10 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from approvals import events, selectors
-from approvals.audit import append_decision
+from approvals.audit import append_decision, input_hash
 from approvals.extensions import Claim, ClaimStore, registry
 from approvals.models import (
+    Agent,
     PermissionRequest,
     RequestState,
     RuleScope,
@@ -360,3 +361,58 @@ def request_join_prompt(*, request: PermissionRequest, suggestions: list[Any]) -
         request.evaluation = evaluation
         request.permission_suggestions = changes.get("permission_suggestions", request.permission_suggestions)
     return joined
+
+
+AUTO_MODE = "Claude Code auto mode"
+
+
+def request_record_denied_by_agent(*, agent: Agent, call: dict[str, Any], reason: str) -> DecideResult | None:
+    """Claude Code refused the call itself (auto mode's classifier, `PermissionDenied`).
+
+    - A call Gatehouse never saw (the PermissionRequest-only gate leaves auto mode to
+      Claude Code) gets its request and a deny row in the chain: reason `classifier`.
+    - A call still pending here is decided so, everywhere at once.
+    - A call Gatehouse already decided keeps its row; its result says it never ran.
+    """
+    detail = {"type": "classifier", "classifier": AUTO_MODE, "verdict": reason or "denied"}
+    message = f"Denied by {AUTO_MODE}: {reason or 'no reason given'}"
+    tool_use_id = str(call.get("tool_use_id") or "")
+    request = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id) if tool_use_id else None
+    if request is not None and request.state != RequestState.PENDING:
+        request_record_result(request=request, ok=False, error=message)
+        return None
+    try:
+        with transaction.atomic():
+            if request is None:
+                request = PermissionRequest(
+                    agent=agent,
+                    team_id=agent.team_id,
+                    tool_use_id=tool_use_id or f"gh_{uuid.uuid4().hex}",
+                    tool_name=str(call.get("tool_name", "")),
+                    tool_input=call.get("tool_input") or {},
+                    input_hash=input_hash(call.get("tool_input") or {}),
+                    session_id=str(call.get("session_id", "")),
+                    cwd=str(call.get("cwd", "")),
+                    permission_mode=str(call.get("permission_mode") or "auto"),
+                    transcript_path=str(call.get("transcript_path", "")),
+                    facts=call.get("facts"),
+                    call_context=call.get("call_context") or None,
+                    state=RequestState.DECIDED,
+                    decided_at=timezone.now(),
+                    version=1,
+                )
+                request.save(force_insert=True)
+                fenced: PermissionRequest | None = request
+            else:
+                fenced = _fence(request, RequestState.DECIDED)
+                if fenced is None:
+                    current = PermissionRequest.objects.get(pk=request.pk)
+                    return DecideResult(False, current, selectors.decision_for(current))
+            assert fenced is not None
+            decision = append_decision(
+                fenced, behavior="deny", message=message, reason=detail, decided_by=AUTO_MODE, surface="claude-code"
+            )
+            events.announce_finished(fenced, decision, at_submit=request is fenced)
+    except DatabaseError as exc:
+        raise AuditUnavailable(AUDIT_UNAVAILABLE) from exc
+    return DecideResult(True, fenced, decision)

@@ -155,6 +155,7 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
         transcript_path=call.get("transcript_path", ""),
         permission_suggestions=call.get("permission_suggestions", []),
         facts=doc.get("facts"),
+        call_context=call.get("call_context") or None,
         evaluation=_evaluation(
             verdict,
             compiled,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,6 +44,9 @@ class FakeAnthropic:
     tool_use: ScriptedToolUse
     # A call the model makes first (Claude Code edits only a file read in the session).
     prelude: ScriptedToolUse | None = None
+    # A script of its own: given the request body, the blocks to answer with, or None for
+    # the default script (a subagent's calls, a tool the default would not offer).
+    script: Callable[[dict[str, Any]], list[dict[str, Any]] | None] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     tool_results: list[dict[str, Any]] = field(default_factory=list)
@@ -71,6 +74,10 @@ class FakeAnthropic:
 
     def answer(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         """The content blocks to answer with."""
+        if self.script is not None:
+            scripted = self.script(body)
+            if scripted is not None:
+                return scripted
         offers_tool = any(t.get("name") == self.tool_use.name for t in body.get("tools") or [])
         if not offers_tool:
             return [{"type": "text", "text": "Gatehouse test"}]
@@ -246,9 +253,13 @@ def _handler(state: FakeAnthropic | FakeAnthropicCalls) -> type[BaseHTTPRequestH
 
 
 @contextmanager
-def fake_anthropic(tool_use: ScriptedToolUse, prelude: ScriptedToolUse | None = None) -> Iterator[FakeAnthropic]:
+def fake_anthropic(
+    tool_use: ScriptedToolUse,
+    prelude: ScriptedToolUse | None = None,
+    script: Callable[[dict[str, Any]], list[dict[str, Any]] | None] | None = None,
+) -> Iterator[FakeAnthropic]:
     """Serve the fake API on a free 127.0.0.1 port for the duration of the block."""
-    with _serving(FakeAnthropic(tool_use=tool_use, prelude=prelude)) as state:
+    with _serving(FakeAnthropic(tool_use=tool_use, prelude=prelude, script=script)) as state:
         yield state
 
 

