@@ -18,7 +18,7 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from approvals import changes, permissions, selectors, why
+from approvals import changes, permissions, questions, selectors, why
 from approvals.invisible import (
     blank_marker,
     count_hidden,
@@ -94,7 +94,19 @@ def _context(request: PermissionRequest, *, can_decide: bool, decision: Any) -> 
         "since_allowed": _since_allowed(request) if request.state == "pending" else None,
         # Identical pending calls share this key; the queue offers to decide them together.
         "batch_key": selectors.same_call_key(request) if request.state == "pending" else "",
+        # An AskUserQuestion call: the card asks its questions instead of Allow / Deny.
+        "questions": questions.questions_of(request.tool_name, request.tool_input),
+        "answers": _answers(decision),
     }
+
+
+def _answers(decision: Any) -> list[tuple[str, str]]:
+    """The answers a person gave to an AskUserQuestion call, as (question, label) pairs."""
+    updated = getattr(decision, "updated_input", None)
+    answers = updated.get("answers") if isinstance(updated, dict) else None
+    if not isinstance(answers, dict):
+        return []
+    return [(str(question), str(label)) for question, label in answers.items()]
 
 
 def _explanation(request: PermissionRequest, evaluation: dict[str, Any]) -> dict[str, Any]:

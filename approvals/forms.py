@@ -40,6 +40,8 @@ class DecideForm(forms.Form):
         "session": ("allow", "session"),
         "always": ("allow", "always"),
         "deny": ("deny", "once"),
+        # An AskUserQuestion card's answers (fields answer-<n>), sent as an allow.
+        "answer": ("allow", "once"),
     }
 
     action = forms.ChoiceField(choices=[(a, a) for a in ACTIONS])

@@ -36,7 +36,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals import charts, events, learning_views, permissions, selectors, services, why
+from approvals import charts, events, learning_views, permissions, questions, selectors, services, why
 from approvals.cards import card_context
 from approvals.forms import (
     SOURCE_ORDER,
@@ -180,7 +180,10 @@ def request_decide(request: HttpRequest, request_id: UUID) -> HttpResponse:
         problems = "; ".join(f"{field}: {' '.join(str(e) for e in errs)}" for field, errs in form.errors.items())
         return _decide_answer(request, req, 400, f"Could not read the decision ({problems}).")
     try:
-        result = services.request_decide(request_id=req.pk, surface="web", user=_person(request), **form.decision())
+        decision = form.decision()
+        if form.cleaned_data["action"] == "answer":
+            decision["answers"] = questions.answers_from_form(req.tool_name, req.tool_input, request.POST)
+        result = services.request_decide(request_id=req.pk, surface="web", user=_person(request), **decision)
     except services.AuditUnavailable as exc:
         return _decide_answer(request, req, 503, str(exc))
     except services.ServiceError as exc:

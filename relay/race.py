@@ -42,6 +42,7 @@ def answer(
     updated_input: dict[str, Any] | None = None,
     reason_type: str = "user",
     reason_extra: dict[str, Any] | None = None,
+    answers: dict[str, Any] | None = None,
 ) -> DecideResult:
     """Answer a pending request from any surface; `won` tells whether this answer counted.
 
@@ -62,6 +63,7 @@ def answer(
         remember_hours=remember_hours,
         reason_type=reason_type,
         reason_extra=reason_extra,
+        answers=answers,
     )
     if not result.won and not result.holder:
         # Lost at the fence rather than at the claim (the claim store counts those).

@@ -235,9 +235,20 @@ class PermissionRequestDecideApi(ApiView):
             default=None,
         )
         updated_input = serializers.JSONField(required=False, allow_null=True, default=None)
+        answers = serializers.DictField(
+            child=serializers.JSONField(),
+            required=False,
+            allow_null=True,
+            default=None,
+            help_text="An AskUserQuestion call's answers: question text → chosen label (a list for multiSelect).",
+        )
 
         class Meta:
             ref_name = "PermissionRequestDecide"
+
+        def validate_answers(self, value: Any) -> dict[str, Any] | None:
+            without_nul(value, "answers")
+            return value
 
         def validate_updated_input(self, value: Any) -> dict[str, Any] | None:
             if value is not None and not isinstance(value, dict):
@@ -272,6 +283,7 @@ class PermissionRequestDecideApi(ApiView):
                 updated_input=data["updated_input"],
                 remember=data["remember"],
                 remember_hours=data["remember_hours"],
+                answers=data["answers"],
             )
         except services.ServiceError as exc:
             raise exceptions.ValidationError({"non_field_errors": [str(exc)]}) from None

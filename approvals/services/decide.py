@@ -19,7 +19,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from approvals import events, selectors
+from approvals import events, questions, selectors
 from approvals.audit import append_decision, input_hash
 from approvals.extensions import Claim, ClaimStore, registry
 from approvals.models import (
@@ -58,6 +58,7 @@ def request_decide(
     reason_type: str = "user",
     reason_extra: dict[str, Any] | None = None,
     loaded: PermissionRequest | None = None,
+    answers: dict[str, Any] | None = None,
 ) -> DecideResult:
     """Answer a pending request: claim it, fence it, audit it, then announce it.
 
@@ -66,10 +67,14 @@ def request_decide(
       never produce a second decision.
     - `loaded`: the request as the caller already read it, which saves reading it
       again; the fence decides all the same.
+    - `answers`: a person's answers to an AskUserQuestion call (question → label); the
+      allow then carries them in `updated_input` (`approvals.questions`).
     - Returns `won=False` with the winner's decision for every loser.
     """
     if behavior not in ("allow", "deny"):
         raise ServiceError(f"behavior must be allow or deny, not {behavior!r}")
+    if answers is not None:
+        updated_input = _answered(request_id, loaded, behavior, answers)
     if remember not in REMEMBER_CHOICES:
         raise ServiceError(f"remember must be one of {', '.join(REMEMBER_CHOICES)}, not {remember!r}")
     if remember_hours is not None and not MIN_REMEMBER_HOURS <= remember_hours <= MAX_REMEMBER_HOURS:
@@ -142,6 +147,20 @@ def request_decide_batch(
         )
         for request in requests
     ]
+
+
+def _answered(
+    request_id: uuid.UUID | str, loaded: PermissionRequest | None, behavior: str, answers: dict[str, Any]
+) -> dict[str, Any]:
+    if behavior != "allow":
+        raise ServiceError("answers go with behavior allow: a declined question is a deny without answers")
+    request = loaded or PermissionRequest.objects.filter(pk=request_id).only("tool_name", "tool_input").first()
+    if request is None:
+        raise ServiceError("no such request")
+    try:
+        return questions.answered_input(request.tool_name, request.tool_input, answers)
+    except questions.AnswerInvalid as exc:
+        raise ServiceError(str(exc)) from None
 
 
 HOLDER_WAIT_SECONDS = 2.0

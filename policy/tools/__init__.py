@@ -55,6 +55,8 @@ _BUILTINS: tuple[ToolSpec, ...] = (
     ToolSpec("BashOutput", schemas.BashOutputInput, "other", read_only=True),
     ToolSpec("ExitPlanMode", schemas.ExitPlanModeInput, "other", read_only=True),
     ToolSpec("Skill", schemas.SkillInput, "other"),
+    # Its answer is a person's: an ask the card shows as its questions (approvals.questions).
+    ToolSpec("AskUserQuestion", schemas.AskUserQuestionInput, "other"),
     ToolSpec("SlashCommand", schemas.SlashCommandInput, "other"),
 )
 

@@ -120,6 +120,22 @@ class ExitPlanModeInput(LaxInput):
     plan: str | None = None
 
 
+class QuestionOption(LaxInput):
+    label: str
+    description: str = ""
+
+
+class Question(LaxInput):
+    question: str
+    header: str = ""
+    options: list[QuestionOption]
+    multiSelect: bool = False  # Claude Code's field name
+
+
+class AskUserQuestionInput(LaxInput):
+    questions: list[Question]
+
+
 class SkillInput(LaxInput):
     skill: str
 

@@ -28,7 +28,7 @@ from django.db import close_old_connections, connection
 from django.utils.crypto import salted_hmac
 from prometheus_client import Counter
 
-from approvals import permissions
+from approvals import permissions, questions
 from approvals import selectors as approval_selectors
 from approvals import services as approval_services
 from approvals.models import Decision, PermissionRequest, RequestState
@@ -56,6 +56,9 @@ ACTIONS: dict[str, tuple[str, str, str]] = {
     "a": ("allow", "always", "Always allow"),
     "d": ("deny", "once", "Deny"),
 }
+# An AskUserQuestion call with one single-choice question is answered on a chat card by
+# one button per option: action "0" picks its first option, "3" its fourth.
+ANSWER_ACTIONS = "0123"
 VALUE_PREFIX = "g1"
 MAC_BYTES = 15  # 120 bits, 20 base64 characters: forging one is out of reach
 
@@ -73,7 +76,7 @@ def sign_action(surface: str, action: str, request_id: uuid.UUID | str) -> str:
 
     - 55 bytes, under Telegram's 64-byte callback_data limit.
     """
-    if action not in ACTIONS:
+    if action not in ACTIONS and action not in ANSWER_ACTIONS:
         raise ValueError(f"unknown action {action!r}")
     body = f"{action}{uuid.UUID(str(request_id)).hex}"
     return f"{VALUE_PREFIX}{body}{_mac(surface, body)}"
@@ -87,7 +90,7 @@ def verify_action(surface: str, token: str) -> tuple[str, str] | None:
     if not hmac.compare_digest(mac, _mac(surface, body)):
         return None
     action, hex_id = body[0], body[1:]
-    if action not in ACTIONS:
+    if action not in ACTIONS and action not in ANSWER_ACTIONS:
         return None
     try:
         return action, str(uuid.UUID(hex=hex_id))
@@ -122,7 +125,34 @@ def excerpt_for(tool_name: str, tool_input: Any, limit: int = EXCERPT_LIMIT) -> 
     return _cut(Excerpt(whole.kind, masked.text, whole.language, masked=masked.changed), limit)
 
 
+def chat_question(request: PermissionRequest) -> questions.Question | None:
+    """The question a chat card's option buttons answer: an AskUserQuestion call's only one,
+    single-choice, with at most four options. Others are answered in Gatehouse."""
+    found = questions.questions_of(request.tool_name, request.tool_input)
+    if len(found) != 1 or found[0].multi or not 0 < len(found[0].options) <= len(ANSWER_ACTIONS):
+        return None
+    return found[0]
+
+
+def action_label(request: PermissionRequest | None, action: str) -> str:
+    """A button's text: the option's label for an answer, else the action's name."""
+    if action in ANSWER_ACTIONS:
+        question = chat_question(request) if request is not None else None
+        index = ANSWER_ACTIONS.index(action)
+        return question.labels[index] if question is not None and index < len(question.labels) else "Answer"
+    return ACTIONS[action][2]
+
+
 def _excerpt(tool_name: str, tool_input: Any) -> Excerpt:
+    asked = questions.questions_of(tool_name, tool_input)
+    if asked:
+        lines = []
+        for question in asked:
+            lines.append(question.text + (" (choose any)" if question.multi else ""))
+            lines += [
+                f"• {label}" + (f" — {description}" if description else "") for label, description in question.options
+            ]
+        return Excerpt("text", "\n".join(lines))
     tool_input = tool_input if isinstance(tool_input, dict) else {"input": tool_input}
     if tool_name == "Bash" and isinstance(tool_input.get("command"), str):
         return Excerpt("code", tool_input["command"], "bash")
@@ -222,7 +252,16 @@ class PressOutcome:
     request: PermissionRequest | None = None
 
 
-def _answer(press: Press, user: Any, decided_by: str) -> DecideResult:
+def _answer(press: Press, user: Any, decided_by: str, request: PermissionRequest) -> DecideResult:
+    if press.action in ANSWER_ACTIONS:
+        question = chat_question(request)
+        index = ANSWER_ACTIONS.index(press.action)
+        if question is None or index >= len(question.labels):
+            raise ServiceError("This question is answered in Gatehouse, not here.")
+        answers = {question.text: question.labels[index]}
+        return race.answer(
+            press.request_id, "allow", surface=press.surface, user=user, decided_by=decided_by, answers=answers
+        )
     behavior, remember, _label = ACTIONS[press.action]
     return race.answer(
         press.request_id,
@@ -296,7 +335,8 @@ def apply_press(press: Press, approvers_for: ApproversFor) -> PressOutcome:
         return stop
     decided_by = user.get_username() if user is not None else f"{press.display or press.external_id} ({press.surface})"
     try:
-        result = _answer(press, user, decided_by)
+        assert request is not None
+        result = _answer(press, user, decided_by, request)
     except AuditUnavailable:
         return PressOutcome(False, False, "Gatehouse could not record this decision; please try again.", request)
     except ServiceError as exc:
@@ -307,7 +347,7 @@ def apply_press(press: Press, approvers_for: ApproversFor) -> PressOutcome:
             False, False, already_decided_text(result.request, result.decision, result.holder), result.request
         )
     APPLIED_PRESSES.labels(press.surface, "won").inc()
-    return PressOutcome(True, False, f"{ACTIONS[press.action][2]}: done.", result.request)
+    return PressOutcome(True, False, f"{action_label(request, press.action)}: done.", result.request)
 
 
 LINK_USAGE = "Send /link followed by the code on your Gatehouse profile page, e.g. /link ABCD-1234."

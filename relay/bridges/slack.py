@@ -23,10 +23,11 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 
+from approvals import questions
 from approvals.models import Decision, PermissionRequest
 from relay.bridges import services
 from relay.bridges.base import (
-    ACTIONS,
+    ANSWER_ACTIONS,
     LINK_USAGE,
     ChatBridge,
     Job,
@@ -35,8 +36,10 @@ from relay.bridges.base import (
     RetryLater,
     SendQueue,
     Transient,
+    action_label,
     apply_link,
     apply_press,
+    chat_question,
     check_press,
     cwd_shown,
     destructive_warning,
@@ -49,6 +52,7 @@ from relay.bridges.base import (
     verify_action,
 )
 from relay.bridges.selectors import Route
+from relay.masking import mask_secrets
 from relay.models import SurfaceMessage
 
 log = logging.getLogger(__name__)
@@ -125,6 +129,19 @@ def card_blocks(request: PermissionRequest, *, outcome: str = "") -> list[dict[s
     if outcome:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{mrkdwn_escape(outcome)}*"}})
         return blocks
+    if questions.questions_of(request.tool_name, request.tool_input):
+        # An AskUserQuestion call: one button per option, or answered in Gatehouse.
+        question = chat_question(request)
+        labels = question.labels if question is not None else ()
+        elements = [_button(request, ANSWER_ACTIONS[i], "primary" if i == 0 else None) for i in range(len(labels))]
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": f"gatehouse:{request.pk}",
+                "elements": [*elements, _button(request, "d", "danger")],
+            }
+        )
+        return blocks
     blocks.append(
         {
             "type": "actions",
@@ -144,7 +161,7 @@ def _button(request: PermissionRequest, action: str, style: str | None) -> dict[
     button: dict[str, Any] = {
         "type": "button",
         "action_id": f"{ACTION_PREFIX}{action}",
-        "text": {"type": "plain_text", "text": ACTIONS[action][2]},
+        "text": {"type": "plain_text", "text": mask_secrets(action_label(request, action)).text[:75]},
         "value": sign_action(SURFACE, action, request.pk),
     }
     if style:

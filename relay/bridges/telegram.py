@@ -27,6 +27,7 @@ from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
+from approvals import questions
 from approvals import selectors as approval_selectors
 from approvals import services as approval_services
 from approvals.models import Decision, PermissionRequest, RequestState
@@ -34,6 +35,7 @@ from approvals.selectors import grant_rule_for
 from relay.bridges import selectors, services
 from relay.bridges.base import (
     ACTIONS,
+    ANSWER_ACTIONS,
     ChatBridge,
     Job,
     Press,
@@ -42,6 +44,7 @@ from relay.bridges.base import (
     Transient,
     apply_link,
     apply_press,
+    chat_question,
     check_press,
     cwd_shown,
     destructive_warning,
@@ -54,6 +57,7 @@ from relay.bridges.base import (
     verify_action,
 )
 from relay.bridges.selectors import Route
+from relay.masking import mask_secrets
 from relay.models import SurfaceMessage
 
 log = logging.getLogger(__name__)
@@ -182,6 +186,18 @@ def keyboard(request: PermissionRequest) -> InlineKeyboardMarkup:
     def button(action: str) -> InlineKeyboardButton:
         return InlineKeyboardButton(ACTIONS[action][2], callback_data=sign_action(SURFACE, action, request.pk))
 
+    if questions.questions_of(request.tool_name, request.tool_input):
+        # An AskUserQuestion call: one button per option, or answered in Gatehouse.
+        question = chat_question(request)
+        options = [
+            [
+                InlineKeyboardButton(
+                    mask_secrets(label).text, callback_data=sign_action(SURFACE, ANSWER_ACTIONS[i], request.pk)
+                )
+            ]
+            for i, label in enumerate(question.labels if question is not None else ())
+        ]
+        return InlineKeyboardMarkup([*options, [button("d")]])
     if grant_rule_for(request) is None:
         return InlineKeyboardMarkup([[button("o"), button("d")]])  # no rule says exactly this call
     return InlineKeyboardMarkup([[button("o"), button("s")], [button("a"), button("d")]])

@@ -7,6 +7,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,3 +109,85 @@ def run_claude(
         timeout=timeout,
     )
     return ClaudeRun(done.returncode, done.stdout, done.stderr)
+
+
+@dataclass
+class StreamingRun(ClaudeRun):
+    # The permission prompts Claude Code sent its SDK client (each was answered deny).
+    control_requests: list[dict[str, Any]]
+
+
+def run_claude_streaming(
+    fake: FakeAnthropic,
+    home: Path,
+    project: Path,
+    settings: dict[str, Any],
+    *,
+    token: str,
+    prompt: str = "Do the task.",
+    timeout: float = 120,
+) -> StreamingRun:
+    """One turn as the Agent SDK drives it: stream-json in and out, prompts sent to the client.
+
+    `claude -p` alone turns AskUserQuestion off (nobody could answer it); with
+    `--permission-prompt-tool stdio` the client answers, as an IDE or the SDK does. Every
+    `can_use_tool` prompt is recorded and denied, so a test sees whether Claude Code
+    asked at all.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    settings_path = home / "gatehouse-settings.json"
+    settings_path.write_text(json.dumps(settings))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "GATEHOUSE_"))}
+    env.update(
+        HOME=str(home),
+        CLAUDE_CONFIG_DIR=str(home / ".claude"),
+        ANTHROPIC_BASE_URL=fake.url,
+        ANTHROPIC_API_KEY="test",
+        DISABLE_TELEMETRY="1",
+        DISABLE_AUTOUPDATER="1",
+        DISABLE_ERROR_REPORTING="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        GATEHOUSE_TOKEN=token,
+        PYTHONPATH=str(ROOT),
+    )
+    command = [claude_bin(), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
+    command += ["--permission-prompt-tool", "stdio", "--settings", str(settings_path)]
+    process = subprocess.Popen(
+        command,
+        cwd=project,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    killer = threading.Timer(timeout, process.kill)
+    killer.start()
+    lines, prompts = [], []
+    try:
+        user = {"type": "user", "message": {"role": "user", "content": prompt}}
+        process.stdin.write(json.dumps(user) + "\n")
+        process.stdin.flush()
+        for line in process.stdout:
+            lines.append(line)
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if message.get("type") == "control_request":
+                prompts.append(message)
+                answer = {"behavior": "deny", "message": "denied by the test's client"}
+                reply = {"subtype": "success", "request_id": message.get("request_id"), "response": answer}
+                process.stdin.write(json.dumps({"type": "control_response", "response": reply}) + "\n")
+                process.stdin.flush()
+            if message.get("type") == "result":
+                break
+        process.stdin.close()
+        process.wait(timeout=30)
+    finally:
+        killer.cancel()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return StreamingRun(process.returncode, "".join(lines), process.stderr.read(), prompts)

@@ -96,12 +96,12 @@ class SubagentTests:
         child = PermissionRequest.objects.get(tool_name="Bash")
         # The subagent's call is in its parent's session, named by its own agent.
         assert child.session_id == parent.session_id == run.result()["session_id"]
-        assert child.call_context["agent_type"] == "general-purpose"
-        assert child.call_context["agent_id"]
-        assert "agent_id" not in (parent.call_context or {})
+        mine, parents = child.call_context or {}, parent.call_context or {}
+        assert mine["agent_type"] == "general-purpose" and mine["agent_id"]
+        assert "agent_id" not in parents
         # 2.1.332 sends effort as {"level": ...}; one prompt_id for the whole turn.
-        assert child.call_context["effort"] == parent.call_context["effort"] == "medium"
-        assert child.call_context["prompt_id"] == parent.call_context["prompt_id"]
+        assert mine["effort"] == parents["effort"] == "medium"
+        assert mine["prompt_id"] == parents["prompt_id"]
 
     def test_the_card_and_the_detail_page_show_the_subagent(self, client: Any, alice: Any, ci_bot: Any) -> None:
         from approvals import services
