@@ -54,7 +54,9 @@ CONNECT_RETRY = 5.0
 TRANSIENT_STATUS = (502, 503, 504)
 # No "allow" on timeout: a deadline is the server's to decide. `--on-unreachable allow` is a
 # documented local opt-in, for a server that was never reached.
-BEHAVIORS = {"--on-timeout": ("deny", "ask"), "--on-unreachable": ("ask", "deny", "allow")}
+# "defer": a headless session (`claude -p`) stops with the call pending, and its resume
+# (`claude -p --resume <session>`) gets the person's answer.
+BEHAVIORS = {"--on-timeout": ("deny", "ask", "defer"), "--on-unreachable": ("ask", "deny", "allow")}
 MAX_HEAD = 65536  # http.client's limit for one header line; ours for the whole head
 MAX_RESPONSE = 64 * 1024 * 1024
 
@@ -490,6 +492,8 @@ def local_answer(event: str, behavior: str, reason: str) -> dict[str, Any] | Non
     """
     if event not in DECIDING_EVENTS:
         return None
+    if behavior == "defer" and event != "PreToolUse":
+        behavior = "deny"  # only a PreToolUse answer can park a call
     if event == "PreToolUse":
         return {
             "hookSpecificOutput": {
@@ -525,7 +529,7 @@ def checked_output(event: str, answer: Answer, body: bytes) -> bytes:
     if not isinstance(specific, dict) or specific.get("hookEventName") != event:
         raise Refused(f"the answer is not a {event} hook output")
     if event == "PreToolUse":
-        valid = specific.get("permissionDecision") in ("allow", "deny", "ask")
+        valid = specific.get("permissionDecision") in ("allow", "deny", "ask", "defer")
     else:
         decision = specific.get("decision")
         valid = isinstance(decision, dict) and decision.get("behavior") in ("allow", "deny")

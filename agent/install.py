@@ -25,6 +25,12 @@ from typing import Any
 
 EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PermissionDenied")
 DECIDING_EVENTS = ("PreToolUse", "PermissionRequest")
+# What Gatehouse gates: every call before it runs (the default), or only what Claude Code
+# itself would prompt for (its own rules, modes and auto mode decide the rest).
+GATES = {
+    "pre-tool-use": EVENTS,
+    "permission-request": tuple(event for event in EVENTS if event != "PreToolUse"),
+}
 MARKERS = ("gatehouse-hook", "agent/hook.py", "agent.hook", "/hooks/claude-code")
 TIMEOUT_MARGIN = 30  # Claude Code's own timeout outlasts the hook's, so the hook answers
 
@@ -38,8 +44,26 @@ def hook_command(bundle: Path, server: str, timeout: int, token_file: str) -> st
 
 
 def is_ours(hook: Any) -> bool:
-    command = hook.get("command", "") if isinstance(hook, dict) else ""
-    return isinstance(command, str) and any(marker in command for marker in MARKERS)
+    if not isinstance(hook, dict):
+        return False
+    where = hook.get("command") or hook.get("url") or ""
+    return isinstance(where, str) and any(marker in where for marker in MARKERS)
+
+
+def http_hook(server: str, timeout: int, on_timeout: str = "deny") -> dict[str, Any]:
+    """A native `type: "http"` hook: Claude Code posts the hook input itself, no process per call.
+
+    - It sends no agent facts (nothing runs on the agent's machine), so every allow that
+      would rest on them, a path rule's for one, asks instead.
+    - The token comes from GATEHOUSE_TOKEN in Claude Code's environment.
+    """
+    url = f"{server.rstrip('/')}/hooks/claude-code?wait={timeout}&on_timeout={on_timeout}"
+    return {
+        "type": "http",
+        "url": url,
+        "headers": {"Authorization": "Bearer $GATEHOUSE_TOKEN"},
+        "allowedEnvVars": ["GATEHOUSE_TOKEN"],
+    }
 
 
 class SettingsError(ValueError):
@@ -72,17 +96,21 @@ def without_ours(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def with_ours(doc: dict[str, Any], events: Iterable[str], command: str, timeout: int) -> dict[str, Any]:
+def with_ours(
+    doc: dict[str, Any], events: Iterable[str], command: str | dict[str, Any], timeout: int
+) -> dict[str, Any]:
     """``doc`` with any earlier Gatehouse hook replaced by this one on each event.
 
+    - ``command``: the hook command, or a whole hook entry (``http_hook``).
     - ``timeout`` is Claude Code's for the entry: keep it above the hook's own.
     """
     doc = without_ours(doc)
     hooks = doc.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise SettingsError("the settings file's 'hooks' is not an object; fix it by hand first")
+    hook = {"type": "command", "command": command} if isinstance(command, str) else command
     for event in events:
-        entry: dict[str, Any] = {"type": "command", "command": command, "timeout": timeout}
+        entry: dict[str, Any] = {**hook, "timeout": timeout}
         if event in DECIDING_EVENTS:
             # A hook that crashes or times out blocks the call instead of letting Claude
             # Code run it alone. Exactly "block": Claude Code 2.1.332 drops the whole

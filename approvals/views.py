@@ -604,10 +604,10 @@ def _hook_snippet(request: HttpRequest) -> str:
     from approvals.management.commands import install_claude_hooks as installer
 
     server = settings.PUBLIC_URL if settings.PUBLIC_URL_SET else request.build_absolute_uri("/").rstrip("/")
-    options = {"server": server, "curl": False, "python": "", "timeout": 300, "on_timeout": "deny"}
+    options = {"server": server, "transport": "command", "python": "", "timeout": 300, "on_timeout": "deny"}
     options |= {"on_unreachable": "ask", "ask_locally": False, "token_file": "~/.config/gatehouse-token"}
     command = installer.hook_command(options)
-    doc = installer.with_ours({}, list(installer.EVENTS), command, 300 + installer.TIMEOUT_MARGIN)
+    doc = installer.with_ours({}, list(installer.GATES["pre-tool-use"]), command, 300 + installer.TIMEOUT_MARGIN)
     return json.dumps(doc, indent=2)
 
 

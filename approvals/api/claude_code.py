@@ -66,8 +66,14 @@ DECIDING_EVENTS = (PRE_TOOL_USE, PERMISSION_REQUEST)
 RECORDING_EVENTS = (POST_TOOL_USE, POST_TOOL_USE_FAILURE, PERMISSION_DENIED)
 # What the caller may ask for when its wait ends. Never "allow": what a deadline decides
 # is the server's (a deny), and an agent's own query must not approve its own ask.
-ON_TIMEOUT_CHOICES = ("deny", "ask")
+# "defer" (PreToolUse): park the call in a headless session (`claude -p`), which stops with
+# it pending; the ask stays open until the team's deferred deadline, and `claude -p --resume
+# <session>` asks again and gets the person's answer.
+ON_TIMEOUT_CHOICES = ("deny", "ask", "defer")
 ANSWERED_LOCALLY = "answered locally"
+DEFERRED_REASON = (
+    "Waiting for a person in Gatehouse. Resume this session (claude -p --resume <session>) for their answer."
+)
 ANSWER_HEADER = "Gatehouse-Answer-For"
 # A PermissionRequest reuses a decided PreToolUse request only while that call has not
 # run yet (no PostToolUse recorded) and only this soon after it; older matches are an
@@ -132,6 +138,8 @@ class Outcome:
     decision: Decision | None
     # The request was withdrawn so that Claude Code's own prompt answers it.
     hand_to_claude: bool = False
+    # Parked: the headless session stops with the call pending, and resumes for the answer.
+    deferred: bool = False
 
 
 # --- parsing ----------------------------------------------------------------------------
@@ -238,7 +246,7 @@ def parse_options(query: Any) -> HookOptions:
         wait = min(wait, float(settings.GATEHOUSE_MAX_WAIT))
     on_timeout = query.get("on_timeout") or None
     if on_timeout is not None and on_timeout not in ON_TIMEOUT_CHOICES:
-        raise HookInputError("on_timeout must be deny or ask: a deadline never allows a call")
+        raise HookInputError("on_timeout must be deny, ask or defer: a deadline never allows a call")
     ask = query.get("ask") or "remote"
     if ask not in ("remote", "local"):
         raise HookInputError("ask must be remote or local")
@@ -262,6 +270,8 @@ def _reason_text(decision: Decision) -> str:
 def render(event: str, outcome: Outcome) -> dict[str, Any]:
     """Claude Code's hook output for a settled outcome; `{}` means no decision."""
     decision = outcome.decision
+    if outcome.deferred:
+        return _pre_tool_use("defer", DEFERRED_REASON)
     if outcome.hand_to_claude:
         if event == PRE_TOOL_USE:
             reason = "Gatehouse got no answer in time; Claude Code asks locally."
@@ -379,7 +389,7 @@ def _submit(agent: Agent, call: HookCall, options: HookOptions, **extra: Any) ->
     return Outcome(result.request, result.decision)
 
 
-def settle(request: PermissionRequest, on_timeout: str | None) -> Outcome:
+def settle(request: PermissionRequest, on_timeout: str | None, event: str = PRE_TOOL_USE) -> Outcome:
     """After the wait: expire past the deadline, apply `on_timeout`, or stay pending."""
     request.refresh_from_db()
     if request.state != RequestState.PENDING:
@@ -388,7 +398,12 @@ def settle(request: PermissionRequest, on_timeout: str | None) -> Outcome:
         result = services.request_expire(request=request)
     elif on_timeout is None:
         return Outcome(request, None)
-    elif on_timeout == "deny":
+    elif on_timeout == "defer" and event == PRE_TOOL_USE:
+        if services.request_defer(request=request):
+            return Outcome(request, None, deferred=True)
+        request.refresh_from_db()
+        return Outcome(request, selectors.decision_for(request))
+    elif on_timeout in ("deny", "defer"):  # a PermissionRequest cannot be deferred
         result = services.request_expire(request=request)
     else:
         result = services.request_cancel(request=request, reason="no answer in time, left to Claude Code's own prompt")
@@ -531,8 +546,8 @@ async def _decide(agent: Agent, call: HookCall, options: HookOptions) -> JsonRes
         wait, on_timeout = wait_seconds(request, options)
         if wait > 0:
             await wait_for_decision(request.pk, wait)
-        outcome = await database_sync_to_async(settle)(request, on_timeout)
-        if outcome.decision is None and not outcome.hand_to_claude:
+        outcome = await database_sync_to_async(settle)(request, on_timeout, call.event)
+        if outcome.decision is None and not outcome.hand_to_claude and not outcome.deferred:
             return JsonResponse(pending_body(request), status=202)
         return JsonResponse(render(call.event, outcome))
     except services.AuditUnavailable as exc:

@@ -320,6 +320,25 @@ def request_cancel(*, request: PermissionRequest, reason: str = "withdrawn by th
     )
 
 
+def request_defer(*, request: PermissionRequest) -> bool:
+    """Park a headless session's pending ask until the team's deferred deadline (default 24 h).
+
+    - The session stops with the call pending; its resume asks again with the same
+      `tool_use_id` and gets whatever a person decided meanwhile.
+    - False when the request is no longer pending.
+    """
+    deadline = request.created_at + timedelta(seconds=request.team.deferred_ask_timeout)
+    if request.deadline_at is not None:
+        deadline = max(deadline, request.deadline_at)
+    evaluation = {**request.evaluation, "deferred": True}
+    parked = PermissionRequest.objects.filter(pk=request.pk, state=RequestState.PENDING).update(
+        deadline_at=deadline, evaluation=evaluation
+    )
+    if parked:
+        request.deadline_at, request.evaluation = deadline, evaluation
+    return parked == 1
+
+
 def request_expire(*, request: PermissionRequest) -> DecideResult:
     """Nobody answered before the deadline: deny with reason `timeout`."""
     return _finish_without_person(

@@ -195,8 +195,12 @@ def _same_call(existing: PermissionRequest, call: dict[str, Any]) -> PermissionR
         and same_tool
         and existing.session_id == str(call.get("session_id") or "")
     )
+    # A deferred call's answer waits for its session's resume, up to the team's deferred deadline.
+    window = REPLAY_WINDOW
+    if existing.evaluation.get("deferred"):
+        window = max(window, timedelta(seconds=existing.team.deferred_ask_timeout))
     recent = existing.state == RequestState.PENDING or (
-        existing.decided_at is not None and timezone.now() - existing.decided_at < REPLAY_WINDOW
+        existing.decided_at is not None and timezone.now() - existing.decided_at < window
     )
     if not same or not recent:
         raise ToolUseIdReused(

@@ -17,12 +17,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agent import install
-from agent.install import EVENTS, TIMEOUT_MARGIN, with_ours, without_ours, write_settings
+from agent.install import GATES, TIMEOUT_MARGIN, http_hook, with_ours, without_ours, write_settings
 
 
-def hook_command(options: dict[str, Any]) -> str:
+def hook_command(options: dict[str, Any]) -> str | dict[str, Any]:
     server = options["server"].rstrip("/")
-    if options["curl"]:
+    if options["transport"] == "http":
+        return http_hook(server, int(options["timeout"]), options["on_timeout"])
+    if options["transport"] == "curl":
         max_time = int(options["timeout"])
         return (
             f'curl -sS --max-time {max_time} -H "Authorization: Bearer $GATEHOUSE_TOKEN" '
@@ -64,18 +66,38 @@ class Command(BaseCommand):
         )
         parser.set_defaults(settings=None)
         parser.add_argument("--server", default=settings.PUBLIC_URL, help="Gatehouse URL the agent reaches")
-        parser.add_argument("--events", nargs="+", default=list(EVENTS), choices=EVENTS)
+        parser.add_argument(
+            "--gate",
+            choices=list(GATES),
+            default="pre-tool-use",
+            help="pre-tool-use (default): every call before it runs; permission-request: only what "
+            "Claude Code would prompt for (its own rules, modes and auto mode decide the rest)",
+        )
+        parser.add_argument(
+            "--events", nargs="+", choices=GATES["pre-tool-use"], help="hook events to install (default: the gate's)"
+        )
+        parser.add_argument(
+            "--transport",
+            choices=("command", "http", "curl"),
+            default="command",
+            help="command (default): the hook command, which sends this machine's facts; http: Claude Code "
+            "posts itself (no process per call, no facts: path rules ask); curl: curl as the command",
+        )
         parser.add_argument(
             "--timeout", type=int, default=300, help="seconds the hook waits for a person (default 300)"
         )
         parser.add_argument(
-            "--on-timeout", choices=("deny", "ask"), default="deny", help="a deadline never allows (deny or ask)"
+            "--on-timeout",
+            choices=("deny", "ask", "defer"),
+            default="deny",
+            help="a deadline never allows: deny, ask, or defer (headless `claude -p`: park the call until "
+            "`claude -p --resume <session>`)",
         )
         parser.add_argument("--on-unreachable", choices=("ask", "deny", "allow"), default="ask")
         parser.add_argument("--ask-locally", action="store_true", help="let Claude Code prompt when Gatehouse asks")
         parser.add_argument("--token-file", default="", help="file holding the agent token (else GATEHOUSE_TOKEN)")
         parser.add_argument("--python", default="", help="Python that runs the hook (default: this one)")
-        parser.add_argument("--curl", action="store_true", help="use curl as the hook: nothing to install")
+        parser.add_argument("--curl", action="store_true", help="the same as --transport curl")
         parser.add_argument("--uninstall", action="store_true", help="remove Gatehouse's hooks, keep the rest")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -87,11 +109,18 @@ class Command(BaseCommand):
             return
         if options["timeout"] < 1:
             raise CommandError("--timeout must be at least 1 second")
+        if options["curl"]:
+            options["transport"] = "curl"
+        events = options["events"] or list(GATES[options["gate"]])
         command = hook_command(options)
         try:
-            doc = with_ours(doc, options["events"], command, options["timeout"] + TIMEOUT_MARGIN)
+            doc = with_ours(doc, events, command, options["timeout"] + TIMEOUT_MARGIN)
         except install.SettingsError as exc:
             raise CommandError(str(exc)) from None
         write_settings(path, doc)
-        self.stdout.write(f"Installed Gatehouse's hooks for {', '.join(options['events'])} in {path}.")
+        self.stdout.write(f"Installed Gatehouse's hooks for {', '.join(events)} in {path}.")
+        if options["transport"] == "http":
+            self.stdout.write(
+                "An http hook sends no facts of the agent's machine: calls a path rule would allow are asked."
+            )
         self.stdout.write("Set GATEHOUSE_TOKEN (or GATEHOUSE_TOKEN_FILE) for Claude Code to the agent's token.")

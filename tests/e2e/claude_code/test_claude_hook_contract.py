@@ -139,3 +139,40 @@ class PermissionDeniedTests:
         assert row.reason["classifier"] == "Claude Code auto mode" and row.reason["verdict"]
         assert row.request.tool_use_id == call.id and row.request.permission_mode == "auto"
         assert verify_row(row)
+
+
+class DeferTests:
+    def test_a_headless_session_parks_the_call_and_its_resume_gets_the_answer(
+        self, server: LiveServer, project: Path, tmp_path: Path, ci_bot: Any, alice: Any
+    ) -> None:
+        from approvals import services
+        from approvals.models import Decision, PermissionRequest
+
+        call = ScriptedToolUse("Bash", {"command": f"touch {project}/marker", "description": "Create the marker"})
+        settings = hook_settings(hook_command(server.url, "--timeout", "2", "--on-timeout", "defer"))
+        with fake_anthropic(call) as fake:
+            first = run_claude(fake, tmp_path / "home", project, settings, token=ci_bot.token)
+            assert first.returncode == 0, first.stderr
+            result = first.result()
+            assert result["terminal_reason"] == "tool_deferred", result
+            assert result["deferred_tool_use"]["id"] == call.id
+            assert not (project / "marker").exists()
+            [request] = PermissionRequest.objects.all()
+            # Open for the team's deferred deadline (24 h by default), not the 5-minute ask.
+            assert request.state == "pending" and request.evaluation["deferred"]
+            assert request.deadline_at is not None
+            assert (request.deadline_at - request.created_at).total_seconds() == pytest.approx(24 * 3600, abs=5)
+            services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=alice)
+            resumed = run_claude(
+                fake,
+                tmp_path / "home",
+                project,
+                settings,
+                token=ci_bot.token,
+                prompt="",
+                args=("--resume", result["session_id"]),
+            )
+        assert resumed.returncode == 0, resumed.stderr
+        assert resumed.result()["terminal_reason"] == "completed"
+        assert (project / "marker").exists(), fake.tool_result_text()
+        assert [(row.behavior, row.decided_by) for row in Decision.objects.all()] == [("allow", "alice")]
