@@ -48,7 +48,7 @@ class SlackAnswerTests:
         assert [b["text"]["text"] for b in card.buttons] == ["PostgreSQL", "SQLite", "Deny"]
         assert DB in card.all_text
         press, _channel = parse_press(block_actions(card, "PostgreSQL", user_id=ALICE_SLACK, username="alice"))
-        outcome = apply_press(press, [ALICE_SLACK])
+        outcome = apply_press(press, slack_bridge.approvers_for)
         assert outcome.applied, outcome.text
         decision = decision_of(request)
         assert decision.surface == "slack"

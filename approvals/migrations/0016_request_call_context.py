@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("approvals", "0012_personal_token_expiry"),
+        ("approvals", "0015_membership_admin_role"),
     ]
 
     operations = [
