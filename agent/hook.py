@@ -10,7 +10,7 @@ Contracts matched here (Claude Code 2.1.x):
   Claude Code carries on, so this command answers before its own `--timeout` (keep it
   shorter than the hook timeout) and then applies `--on-timeout` (default deny).
 - Claude Code kills a PermissionRequest hook whose race its own dialog won; on
-  SIGTERM/SIGINT/SIGHUP the pending request is withdrawn ("answered locally").
+  SIGTERM/SIGINT/SIGHUP the pending request is withdrawn ("answered at the terminal").
 - Nothing here may print a traceback into the transcript, and stdout carries nothing
   but the one JSON answer (Claude Code runs the call on stdout that is not JSON).
 - Only an unreachable server (refused, no such name, no answer in time, 502/503/504)
@@ -466,12 +466,14 @@ class Gatehouse:
         return time.monotonic() - self.started
 
     def cancel(self, request_id: str, hook_body: bytes) -> None:
-        """Withdraw a pending request ("answered locally"); best effort, about a second."""
+        """Withdraw a pending request ("answered at the terminal"); best effort, about a second."""
         from urllib.parse import quote  # only when Claude Code stops us
 
         path = f"/api/v1/permission-requests/{quote(request_id)}/cancel"
         try:
-            status = self._post(path, b'{"reason": "answered locally"}', timeout=1.0).status if request_id else 404
+            status = (
+                self._post(path, b'{"reason": "answered at the terminal"}', timeout=1.0).status if request_id else 404
+            )
             if status in (404, 405):
                 # A server without the REST cancel route: withdraw through the hook endpoint.
                 self._post("/hooks/claude-code?withdraw=1", hook_body, timeout=1.0)

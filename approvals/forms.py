@@ -40,6 +40,8 @@ class DecideForm(forms.Form):
         "session": ("allow", "session"),
         "always": ("allow", "always"),
         "deny": ("deny", "once"),
+        # "Deny and stop": the deny also ends the agent's turn (Claude Code's `interrupt`).
+        "stop": ("deny", "once"),
         # An AskUserQuestion card's answers (fields answer-<n>), sent as an allow.
         "answer": ("allow", "once"),
     }
@@ -56,12 +58,15 @@ class DecideForm(forms.Form):
         if remember == "always":
             remember = self.cleaned_data.get("scope") or "always"
         hours = self.cleaned_data.get("hours") if remember in ("always", "project", "session") else None
-        return {
+        decision: dict[str, Any] = {
             "behavior": behavior,
             "remember": remember,
             "remember_hours": hours,
             "message": self.cleaned_data.get("message", "").strip(),
         }
+        if self.cleaned_data["action"] == "stop":
+            decision["reason_extra"] = {"interrupt": True}
+        return decision
 
 
 class BatchDecideForm(forms.Form):

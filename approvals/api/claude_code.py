@@ -70,7 +70,9 @@ RECORDING_EVENTS = (POST_TOOL_USE, POST_TOOL_USE_FAILURE, PERMISSION_DENIED)
 # it pending; the ask stays open until the team's deferred deadline, and `claude -p --resume
 # <session>` asks again and gets the person's answer.
 ON_TIMEOUT_CHOICES = ("deny", "ask", "defer")
-ANSWERED_LOCALLY = "answered locally"
+# Claude Code's own dialog won the race (it sends the hook SIGTERM), or the call ran
+# without our answer: what every surface shows for the withdrawn ask.
+ANSWERED_LOCALLY = "answered at the terminal"
 DEFERRED_REASON = (
     "Waiting for a person in Gatehouse. Resume this session (claude -p --resume <session>) for their answer."
 )
@@ -280,14 +282,23 @@ def render(event: str, outcome: Outcome) -> dict[str, Any]:
     if decision is None or (outcome.request is not None and outcome.request.state == RequestState.CANCELLED):
         return {}
     updated = decision.updated_input if isinstance(decision.updated_input, dict) else None
+    # "Deny and stop": Claude Code ends the turn instead of letting the model try again.
+    stops = (
+        decision.behavior == "deny" and isinstance(decision.reason, dict) and decision.reason.get("interrupt") is True
+    )
     if event == PRE_TOOL_USE:
-        return _pre_tool_use(decision.behavior, _reason_text(decision), updated)
+        output = _pre_tool_use(decision.behavior, _reason_text(decision), updated)
+        if stops:
+            output.update({"continue": False, "stopReason": _reason_text(decision)})
+        return output
     body: dict[str, Any] = {"behavior": decision.behavior}
     if decision.behavior == "allow":
         if updated is not None:
             body["updatedInput"] = updated
     else:
         body["message"] = _reason_text(decision)
+        if stops:
+            body["interrupt"] = True
     return {"hookSpecificOutput": {"hookEventName": PERMISSION_REQUEST, "decision": body}}
 
 

@@ -235,6 +235,11 @@ class PermissionRequestDecideApi(ApiView):
             default=None,
         )
         updated_input = serializers.JSONField(required=False, allow_null=True, default=None)
+        interrupt = serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text="With behavior deny: also stop the agent's turn (Claude Code's interrupt).",
+        )
         answers = serializers.DictField(
             child=serializers.JSONField(),
             required=False,
@@ -245,6 +250,11 @@ class PermissionRequestDecideApi(ApiView):
 
         class Meta:
             ref_name = "PermissionRequestDecide"
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if attrs.get("interrupt") and attrs.get("behavior") != "deny":
+                raise serializers.ValidationError({"interrupt": "interrupt goes with behavior deny"})
+            return attrs
 
         def validate_answers(self, value: Any) -> dict[str, Any] | None:
             without_nul(value, "answers")
@@ -284,6 +294,7 @@ class PermissionRequestDecideApi(ApiView):
                 remember=data["remember"],
                 remember_hours=data["remember_hours"],
                 answers=data["answers"],
+                reason_extra={"interrupt": True} if data["interrupt"] else None,
             )
         except services.ServiceError as exc:
             raise exceptions.ValidationError({"non_field_errors": [str(exc)]}) from None

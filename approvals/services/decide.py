@@ -316,7 +316,7 @@ def request_cancel(*, request: PermissionRequest, reason: str = "withdrawn by th
         reason={"type": "cancelled", "detail": reason},
         message=f"Request cancelled: {reason}.",
         decided_by=f"agent {request.agent.name}"[:150],
-        surface="local" if "local" in reason else "agent",
+        surface="local" if "local" in reason or "terminal" in reason else "agent",
     )
 
 

@@ -230,8 +230,25 @@ class HookWithdrawTests:
             request.refresh_from_db()
         assert request.state == "cancelled"
         [row] = decisions()
-        assert row.reason_type == "cancelled" and "answered locally" in row.message
+        assert row.reason_type == "cancelled" and "answered at the terminal" in row.message
         assert row.surface == "local"
+        # Every surface words it from the same sentence.
+        assert "(answered at the terminal)" in request.outcome_sentence(row)
+
+    def test_post_tool_use_after_the_terminal_answered_says_the_call_ran(self, ci_bot: Any) -> None:
+        """Claude Code's dialog won (the hook got SIGTERM), the tool ran, PostToolUse follows."""
+        pre = hook_input("PreToolUse")
+        with live_server() as srv:
+            process = start_hook(srv.url, ci_bot.token, pre)
+            request = wait_until(pending_request, what="the pending request")
+            process.send_signal(signal.SIGTERM)
+            finish(process, timeout=10)
+            post = {**pre, "hook_event_name": "PostToolUse", "tool_response": {"stdout": "", "exit_code": 0}}
+            code, out, _err = run_hook(srv.url, ci_bot.token, post)
+        assert code == 0 and out is None
+        request.refresh_from_db()
+        assert request.state == "cancelled"
+        assert request.result == {"ok": True, "output": {"stdout": "", "exit_code": 0}}
 
 
 class HookEventTests:

@@ -176,3 +176,55 @@ class DeferTests:
         assert resumed.result()["terminal_reason"] == "completed"
         assert (project / "marker").exists(), fake.tool_result_text()
         assert [(row.behavior, row.decided_by) for row in Decision.objects.all()] == [("allow", "alice")]
+
+
+class DenyAndStopTests:
+    # What 2.1.332 does: PreToolUse `continue: false` ends the turn as "hook_stopped";
+    # PermissionRequest `interrupt: true` aborts the turn's tools (exit 1, an error result).
+    @pytest.mark.parametrize(
+        ("event", "terminal_reason", "returncode"),
+        [("PreToolUse", "hook_stopped", 0), ("PermissionRequest", "aborted_tools", 1)],
+    )
+    def test_deny_and_stop_ends_the_turn(
+        self,
+        server: LiveServer,
+        project: Path,
+        tmp_path: Path,
+        ci_bot: Any,
+        alice: Any,
+        event: str,
+        terminal_reason: str,
+        returncode: int,
+    ) -> None:
+        """ "Deny and stop": PermissionRequest `interrupt: true`, PreToolUse `continue: false`.
+        A plain deny hands the model the reason to try again; this one ends the turn."""
+        import threading
+
+        from approvals import services
+        from tests.e2e.claude_code.hookrun import pending_request, wait_until
+
+        def deny_and_stop() -> None:
+            request = wait_until(pending_request, timeout=60, what="a pending request")
+            services.request_decide(
+                request_id=request.pk,
+                behavior="deny",
+                surface="api",
+                user=alice,
+                message="Stop: not on a Friday.",
+                reason_extra={"interrupt": True},
+            )
+
+        threading.Thread(target=deny_and_stop, daemon=True).start()
+        call = ScriptedToolUse("Bash", {"command": f"touch {project}/marker", "description": "Create the marker"})
+        with fake_anthropic(call) as fake:
+            run = run_claude(
+                fake,
+                tmp_path / "home",
+                project,
+                hook_settings(hook_command(server.url), events=(event,)),
+                token=ci_bot.token,
+            )
+        assert run.returncode == returncode, run.stderr
+        assert run.result()["terminal_reason"] == terminal_reason
+        assert not (project / "marker").exists()
+        assert fake.tool_results == [], "the model was asked again after the stop"
