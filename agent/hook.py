@@ -95,6 +95,8 @@ class Options:
     on_timeout = "deny"
     on_unreachable = "ask"
     ask_locally = False
+    # Opt-in: send the user's last prompt (read from Claude Code's transcript) for the card.
+    send_prompt = False
     poll = POLL_CHUNK
 
     def take(self, flag: str, value: str) -> None:
@@ -129,6 +131,8 @@ def parse_args(argv: list[str] | None = None) -> Options:
             flag, equals, value = word.partition("=")
             if word == "--ask-locally":
                 options.ask_locally = True
+            elif word == "--send-prompt":
+                options.send_prompt = True
             elif equals:
                 options.take(flag, value)
             else:
@@ -159,6 +163,11 @@ def _argparse(argv: list[str]) -> Options:
         "--ask-locally",
         action="store_true",
         help="when Gatehouse says ask, let Claude Code prompt locally instead of waiting for a remote answer",
+    )
+    parser.add_argument(
+        "--send-prompt",
+        action="store_true",
+        help="send the user's last prompt (from Claude Code's transcript) with each call, for the approver's card",
     )
     parser.add_argument("--poll", type=float, default=POLL_CHUNK, help=argparse.SUPPRESS)
     options = Options()
@@ -602,6 +611,57 @@ def add_facts(raw: bytes, hook_input: dict[str, Any]) -> bytes:
     return with_facts(raw, hook_input)
 
 
+PROMPT_LIMIT = 4000  # characters: what the card shows of it (the server keeps as much)
+TRANSCRIPT_TAIL = 512 * 1024  # bytes read from the transcript's end: its last prompt is there
+
+
+def last_prompt(transcript_path: str) -> str:
+    """The user's last typed prompt in a Claude Code transcript (JSONL), or "".
+
+    - A user line whose content is text (a string or text blocks); tool results, which
+      Claude Code also records as user lines, are skipped. Only the file's tail is read.
+    """
+    try:
+        with open(transcript_path, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - TRANSCRIPT_TAIL))
+            lines = handle.read().splitlines()
+    except OSError:
+        return ""
+    for line in reversed(lines):
+        if b'"user"' not in line:
+            continue
+        try:
+            entry = parse_json(line)
+        except ValueError:
+            continue
+        message = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "user" else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+                continue
+            content = "\n".join(
+                str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
+            )
+        if isinstance(content, str) and content.strip() and not entry.get("isMeta"):
+            return content.strip()[:PROMPT_LIMIT]
+    return ""
+
+
+def add_prompt(raw: bytes, hook_input: dict[str, Any]) -> bytes:
+    """The hook input with `user_prompt` (opted in with --send-prompt); unchanged when none."""
+    path = hook_input.get("transcript_path")
+    prompt = last_prompt(path) if isinstance(path, str) and path else ""
+    text = raw.rstrip()
+    if not prompt or not text.endswith(b"}") or "user_prompt" in hook_input:
+        return raw
+    encoded = json_line(prompt).strip()
+    separator = b"," if text[:-1].strip() not in (b"{", b"") else b""
+    hook_input["user_prompt"] = prompt
+    return text[:-1] + separator + b'"user_prompt":' + encoded + b"}"
+
+
 _PENDING: dict[str, Any] = {}
 
 
@@ -636,6 +696,8 @@ def run(argv: list[str] | None = None, stdin: Any = None) -> int:
         if event in RECORDING_EVENTS:
             args.timeout = min(args.timeout, 10.0)
         else:  # the server decides on this machine's paths and home, as reported here
+            if args.send_prompt:
+                raw = add_prompt(raw, hook_input)
             raw = add_facts(raw, hook_input)
         output = decide(args, event, raw)
     except Interrupted:

@@ -38,6 +38,8 @@ def hook_command(options: dict[str, Any]) -> str | dict[str, Any]:
         parts += ["--on-unreachable", options["on_unreachable"]]
     if options["ask_locally"]:
         parts.append("--ask-locally")
+    if options.get("send_prompt"):
+        parts.append("--send-prompt")
     command = " ".join(shlex.quote(str(p)) for p in parts)
     if options["token_file"]:
         command = f"GATEHOUSE_TOKEN_FILE={shlex.quote(options['token_file'])} {command}"
@@ -95,6 +97,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--on-unreachable", choices=("ask", "deny", "allow"), default="ask")
         parser.add_argument("--ask-locally", action="store_true", help="let Claude Code prompt when Gatehouse asks")
+        parser.add_argument(
+            "--send-prompt",
+            action="store_true",
+            help="send the user's last prompt with each call, shown on the dashboard card (default: never sent)",
+        )
         parser.add_argument("--token-file", default="", help="file holding the agent token (else GATEHOUSE_TOKEN)")
         parser.add_argument("--python", default="", help="Python that runs the hook (default: this one)")
         parser.add_argument("--curl", action="store_true", help="the same as --transport curl")

@@ -99,6 +99,7 @@ class SubagentTests:
         mine, parents = child.call_context or {}, parent.call_context or {}
         assert mine["agent_type"] == "general-purpose" and mine["agent_id"]
         assert "agent_id" not in parents
+        assert "prompt" not in parents and "prompt" not in mine  # sent only when opted in
         # 2.1.332 sends effort as {"level": ...}; one prompt_id for the whole turn.
         assert mine["effort"] == parents["effort"] == "medium"
         assert mine["prompt_id"] == parents["prompt_id"]
@@ -114,6 +115,26 @@ class SubagentTests:
         assert "subagent <code>Explore</code>" in queue and "effort <code>high</code>" in queue
         detail = client.get(f"/requests/{result.request.pk}/").content.decode()
         assert "a5bb3820" in detail and "p-1" in detail
+
+
+class PromptTests:
+    def test_send_prompt_reads_the_last_prompt_from_the_transcript_for_the_card(
+        self, server: LiveServer, project: Path, tmp_path: Path, ci_bot: Any, default_team: Any, client: Any, alice: Any
+    ) -> None:
+        from approvals.models import PermissionRequest
+
+        rule(default_team, "Bash(touch:*)")
+        prompt = "Please create the marker file before the release <b>today</b>."
+        call = ScriptedToolUse("Bash", {"command": f"touch {project}/marker", "description": "Create the marker"})
+        with fake_anthropic(call) as fake:
+            settings = hook_settings(hook_command(server.url, "--send-prompt"))
+            run = run_claude(fake, tmp_path / "home", project, settings, token=ci_bot.token, prompt=prompt)
+        assert run.returncode == 0, run.stderr
+        [request] = PermissionRequest.objects.all()
+        assert (request.call_context or {}).get("prompt") == prompt
+        client.force_login(alice)
+        detail = client.get(f"/requests/{request.pk}/").content.decode()
+        assert "before the release &lt;b&gt;today&lt;/b&gt;." in detail  # shown, escaped
 
 
 class PermissionDeniedTests:
