@@ -48,7 +48,14 @@ class InstallClaudeHooksTests:
         assert doc["model"] == "opus" and doc["env"] == {"FOO": "1"} and doc["permissions"] == EXISTING["permissions"]
         assert doc["hooks"]["Stop"] == EXISTING["hooks"]["Stop"]
         assert doc["hooks"]["PreToolUse"][0] == EXISTING["hooks"]["PreToolUse"][0]
-        assert set(doc["hooks"]) == {"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "Stop"}
+        assert set(doc["hooks"]) == {
+            "PreToolUse",
+            "PermissionRequest",
+            "PostToolUse",
+            "PostToolUseFailure",
+            "PermissionDenied",
+            "Stop",
+        }
         ours = doc["hooks"]["PreToolUse"][1]["hooks"][0]
         assert "--server http://gh.test:8000" in ours["command"] and "--timeout 300" in ours["command"]
         # Claude Code's own timeout outlives the hook's, or a slow answer becomes "no decision".
@@ -59,7 +66,7 @@ class InstallClaudeHooksTests:
         path.write_text(json.dumps(EXISTING))
         first = install(path)
         second = install(path, "--timeout", "120")
-        assert len(our_commands(second)) == len(our_commands(first)) == 4
+        assert len(our_commands(second)) == len(our_commands(first)) == 5
         assert all("--timeout 120" in c for c in our_commands(second))
 
     def test_it_uninstalls_only_ours(self, tmp_path: Path) -> None:
