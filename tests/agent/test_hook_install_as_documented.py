@@ -48,7 +48,13 @@ class InstallAsDocumentedTests:
         )
         assert done.returncode == 0, done.stderr
         entries = our_entries(json.loads(path.read_text()))
-        assert set(entries) == {"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PermissionDenied"}
+        assert set(entries) == {
+            "PreToolUse",
+            "PermissionRequest",
+            "PostToolUse",
+            "PostToolUseFailure",
+            "PermissionDenied",
+        }
         assert entries["PreToolUse"]["onFailure"] == "block" and entries["PermissionRequest"]["onFailure"] == "block"
         assert "--server http://127.0.0.1:8000" in entries["PreToolUse"]["command"]
         # Runs from anywhere: the script by its absolute path, not `-m agent.hook`.

@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("approvals", "0015_membership_admin_role"),
+        ("approvals", "0016_saved_audit_filters"),
     ]
 
     operations = [
