@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("approvals", "0016_saved_audit_filters"),
+        ("approvals", "0017_pause"),
     ]
 
     operations = [
