@@ -85,6 +85,16 @@ def seed() -> dict[str, Any]:
             message="Not from CI, please." if behavior == "deny" else "",
         )
     services.request_expire(request=call(ci, "Bash", {"command": "terraform apply"}).request)
+    # A person allowed a call like the pending pytest runs: their cards say what changed.
+    earlier = call(ci, "Bash", {"command": "pytest -q tests/cart"}, session="5e21b7c0").request
+    services.request_decide(request_id=earlier.pk, behavior="allow", surface="web", user=alice)
+    # A Telegram-announced ask that was allowed and ran: the audit row's timeline.
+    shipped = call(ci, "Bash", {"command": "npm run lint -- --fix"}).request
+    _announced_on_telegram(shipped)
+    services.request_decide(request_id=shipped.pk, behavior="allow", surface="telegram", user=alice)
+    services.request_record_result(request=shipped, ok=True, output="0 problems")
+    services.audit_filter_save(user=alice, name="Denied, all agents", query="behavior=deny")
+    services.audit_filter_save(user=alice, name="ci-bot pushes", query="q=git+push&agent=ci-bot")
     call(laptop, "Read", {"file_path": "/home/alice/.ssh/id_ed25519"})
 
     pending = [
@@ -114,7 +124,16 @@ def seed() -> dict[str, Any]:
             laptop, "WebFetch", {"url": "http://169.254.169.254/latest/meta-data/", "prompt": "Show the keys"}
         ).request,
     ]
-    return {"alice": alice, "bob": bob, "pending": pending}
+    # Three identical runs from one session: the queue's batch bar ("Allow all 3").
+    pending += [call(ci, "Bash", {"command": "pytest -q tests/checkout"}).request for _ in range(3)]
+    return {"alice": alice, "bob": bob, "pending": pending, "shipped": shipped}
+
+
+def _announced_on_telegram(request: Any) -> None:
+    """The chat message a Telegram bridge would have sent for `request` (demo data only)."""
+    from relay.models import SurfaceMessage
+
+    SurfaceMessage.objects.create(request=request, surface="telegram", channel="-1001", message_id="77")
 
 
 def shoot(data: dict[str, Any]) -> list[Path]:
@@ -122,26 +141,31 @@ def shoot(data: dict[str, Any]) -> list[Path]:
     from django.test import Client
     from playwright.sync_api import sync_playwright
 
-    from approvals.models import Decision
+    from approvals.models import Decision, Rule
     from tests.e2e.browser.conftest import CHROMIUM, CHROMIUM_ARGS
     from tests.live import live_server
 
     client = Client()
     client.force_login(data["alice"])
     cookie = str(client.cookies["sessionid"].value)
-    audit_row = Decision.objects.filter(reason_type="user").order_by("-id").first()
+    audit_row = Decision.objects.filter(request=data["shipped"]).first()
     pages = {
         "queue": "/",
         "request": f"/requests/{data['pending'][1].pk}/",
         "request-hidden-tail": f"/requests/{data['pending'][4].pk}/",
         "request-private-fetch": f"/requests/{data['pending'][5].pk}/",
+        "request-since-allowed": f"/requests/{data['pending'][6].pk}/",
         "audit": "/audit/",
+        "audit-saved-filter": "/audit/?behavior=deny",
         "audit-detail": f"/audit/{audit_row.pk if audit_row else 1}/",
         "denials": "/denials/",
         "rules": "/rules/",
+        "rule-edit": f"/rules/{Rule.objects.get(rule='Bash(npm run test:*)').pk}/edit/",
         "agents": "/agents/",
         "profile": "/profile/",
         "people": "/people/",
+        "notifications": "/notifications/",
+        "password-change": "/accounts/password_change/",
     }
     connection.close()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -150,7 +174,8 @@ def shoot(data: dict[str, Any]) -> list[Path]:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             for size_name, viewport in SIZES.items():
-                context = browser.new_context(viewport=viewport, device_scale_factor=1)
+                # A viewer in Paris: every time on the pages is in their zone (static/time.js).
+                context = browser.new_context(viewport=viewport, device_scale_factor=1, timezone_id="Europe/Paris")
                 login = context.new_page()
                 login.goto(server.url + "/accounts/login/")
                 written.append(_save(login, f"login-{size_name}"))

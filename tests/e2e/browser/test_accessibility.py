@@ -56,6 +56,9 @@ def seed(alice: Any, ci_bot: Any) -> dict[str, Any]:
     heredoc = ask(agent, "cat > run.sh <<'EOF'\n" + "\n".join(f"echo step {n}" for n in range(30)) + "\nEOF")
     call = {"tool_name": "WebFetch", "tool_input": {"url": "http://0x7f000001/admin", "prompt": "read"}}
     fetch = in_thread(services.request_submit, agent=agent, call={**call, "session_id": "s1", "cwd": "/tmp/proj"})
+    earlier = ask(agent, "pytest -q tests/a")  # allowed: the pytest cards say what changed since
+    in_thread(services.request_decide, request_id=earlier.pk, behavior="allow", surface="web", user=alice)
+    services.audit_filter_save(user=alice, name="Denied", query="behavior=deny")
     twins = [ask(agent, "pytest -q") for _ in range(2)]  # identical: the queue shows a batch bar
     done = ask(agent, "npm publish")
     decided = in_thread(services.request_decide, request_id=done.pk, behavior="deny", surface="web", user=alice)
@@ -65,6 +68,13 @@ def seed(alice: Any, ci_bot: Any) -> dict[str, Any]:
         "heredoc": heredoc,
         "fetch": fetch.request,
         "twins": twins,
+        "rule": in_thread(
+            services.rule_create,
+            rule="Bash(npm run test:*)",
+            behavior="allow",
+            source="projectSettings",
+            team=agent.team,
+        ),
         "decision": decided.decision,
     }
 
@@ -83,6 +93,11 @@ def pages(ids: dict[str, Any]) -> list[str]:
         "/profile/",
         "/people/",
         "/notifications/",
+        f"/requests/{ids['twins'][0].pk}/",
+        f"/rules/{ids['rule'].pk}/edit/",
+        "/audit/?behavior=deny",
+        "/accounts/password_change/",
+        "/accounts/password_change/done/",
     ]
 
 
