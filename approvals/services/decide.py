@@ -113,6 +113,9 @@ def request_decide(
     return result
 
 
+UNANSWERED_QUESTIONS = "This call asks the person questions: allow it with an answer to each (`answers`), or deny it."
+
+
 # A batch is what one person has seen on one card's bar; a runaway loop of thousands of
 # identical calls is better stopped with a rule than decided in one press.
 BATCH_LIMIT = 100
@@ -223,6 +226,15 @@ def _decide_fenced(
             request = _fence(loaded, RequestState.DECIDED, before_deadline=True)
             if request is None:
                 return _lost_or_overdue(request_id)
+            if (
+                behavior == "allow"
+                and updated_input is None
+                and questions.questions_of(request.tool_name, request.tool_input)
+            ):
+                # An allow without answers would leave the model's questions unanswered
+                # (or put them to whoever is at the terminal): from every surface, one
+                # request or a batch, a person answers them or denies the call.
+                raise ServiceError(UNANSWERED_QUESTIONS)
             if behavior == "allow" and remember != "once":
                 reason["saved_rule"] = _remember(request, remember, remember_hours, user)
             if behavior == "deny" and not message:

@@ -119,3 +119,33 @@ class CardAnswerTests:
         response = client.post(f"/requests/{request.pk}/decide", post, HTTP_ACCEPT="application/json")
         assert response.status_code == 400 and f"no answer for {TESTS!r}" in response.json()["message"]
         assert decision_of(request) is None
+
+
+class AllowWithoutAnswersTests:
+    """No door allows a question call without its answers: the API, the card's buttons, a batch."""
+
+    def test_the_api_refuses_a_bare_allow_and_keeps_the_ask(self, client: Any, alice: Any, ci_bot: Any) -> None:
+        request = ask_question(ci_bot.agent)
+        client.force_login(alice)
+        url = f"/api/v1/permission-requests/{request.pk}/decision"
+        for body in ({"behavior": "allow"}, {"behavior": "allow", "remember": "session"}):
+            response = client.post(url, body, content_type="application/json")
+            assert response.status_code == 400 and "asks the person questions" in response.content.decode()
+        assert decision_of(request) is None
+        assert client.post(url, {"behavior": "deny"}, content_type="application/json").status_code == 200
+
+    @pytest.mark.parametrize("action", ["once", "session", "always"])
+    def test_a_posted_allow_button_is_refused(self, client: Any, alice: Any, ci_bot: Any, action: str) -> None:
+        request = ask_question(ci_bot.agent)
+        client.force_login(alice)
+        response = client.post(f"/requests/{request.pk}/decide", {"action": action}, HTTP_ACCEPT="application/json")
+        assert response.status_code == 400 and "asks the person questions" in response.json()["message"]
+        assert decision_of(request) is None
+
+    def test_a_batch_of_identical_questions_is_refused_whole(self, alice: Any, ci_bot: Any) -> None:
+        from approvals import services
+
+        requests = [ask_question(ci_bot.agent) for _ in range(3)]
+        with pytest.raises(services.ServiceError, match="asks the person questions"):
+            services.request_decide_batch(requests=requests, behavior="allow", surface="web", user=alice)
+        assert all(decision_of(request) is None for request in requests)
