@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from policy.paths import NormalPath
+from policy.paths import HARMLESS_DEVICES, NormalPath, inside_any, is_inside, looks_like_path
 from policy.pipeline.context import CallContext
 from policy.rules.compiled import CompiledRule, CompiledRules, RuleIndex
 from policy.shell.commands import keyed_forms
+from policy.shell.environment import safe_assignment
 
 _CONTENT_FIELDS = {"Task": "subagent_type", "Skill": "skill", "SlashCommand": "command"}
 
@@ -36,15 +37,26 @@ def _stronger(best: CompiledRule | None, rule: CompiledRule | None) -> CompiledR
 def find_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> CompiledRule | None:
     """Return the strongest-source rule of ``behavior`` matching the call, or None."""
     best: CompiledRule | None = None
+    content = behavior != "allow" or ctx.analysis is None or not _beyond_content_rules(rules, ctx)
     for key in ctx.rule_keys:
         index = rules.lookup(key, behavior)
         if index is None:
             continue
-        best = _stronger(best, _first_active(index.whole_tool, ctx.now))
-        best = _stronger(best, _content_match(index, behavior, ctx))
+        if behavior != "allow" or _whole_tool_allows(key, ctx):
+            best = _stronger(best, _first_active(index.whole_tool, ctx.now))
+        if content:
+            best = _stronger(best, _content_match(index, behavior, ctx))
     if behavior != "allow" and ctx.analysis is not None:
         best = _stronger(best, _bash_path_rule(rules, behavior, ctx))
     return best
+
+
+def _whole_tool_allows(key: str, ctx: CallContext) -> bool:
+    """Claude Code 2.1.332: a bare ``Edit`` allows Edit, not Write; a bare ``Read`` not Glob or Grep.
+
+    Content rules (``Edit(src/**)``, ``Read(//srv/**)``) cover the whole family.
+    """
+    return ctx.spec.kind not in ("read", "edit") or key == ctx.spec.name
 
 
 def _first_active(rules: Iterable[CompiledRule], now: datetime) -> CompiledRule | None:
@@ -96,6 +108,51 @@ def _bash_match(index: RuleIndex, behavior: str, ctx: CallContext) -> CompiledRu
     for command in analysis.commands:
         best = _stronger(best, _command_rules(index, command.deny_forms, ctx.now))
     return best
+
+
+def _beyond_content_rules(rules: CompiledRules, ctx: CallContext) -> bool:
+    """What Claude Code 2.1.332 asks about under any ``Bash(…)`` content rule.
+
+    - a ``VAR=`` prefix other than the few it strips (``FOO=1 ls`` under ``Bash(ls *)``);
+    - a path the line names outside the working directories (also as seen from where
+      ``cd`` moved it) that no Read allow rule covers, or a file it writes there that no
+      Edit allow rule covers: ``cat ../notes.txt`` under ``Bash(cat:*)``, ``touch ~/x``
+      under ``Bash(touch:*)``. The bare ``Bash`` rule still allows these.
+    """
+    analysis = ctx.analysis
+    assert analysis is not None
+    for command in analysis.commands:
+        if not all(safe_assignment(a) for a in command.assignments):
+            return True
+    moved = bool(analysis.directories)
+    written = {target for target, _ in analysis.write_targets}
+    words = [w for c in analysis.commands for w in c.words[1:] if looks_like_path(w) or (moved and w[:1] != "-")]
+    words += [t for t in analysis.redirect_paths if t not in HARMLESS_DEVICES]
+    for word in dict.fromkeys(words):
+        family = "Edit" if word in written else "Read"
+        for spelling in analysis.relative_spellings(word):
+            path = ctx.resolver.normalise(spelling)
+            if not inside_any(path, ctx.roots) and not _path_allowed(rules, family, path, ctx):
+                return True
+    return False
+
+
+def _path_allowed(rules: CompiledRules, family: str, path: NormalPath, ctx: CallContext) -> bool:
+    """Each spelling of ``path`` lies in a working directory or under a matching allow rule.
+
+    As in Claude Code, ``Read(//srv/data/**)`` covers ``/srv/data`` itself (``ls /srv/data``).
+    """
+    index = rules.lookup(family, "allow")
+    if index is None or not path.known:
+        return False
+    for spelling in path.variants():
+        if any(is_inside(spelling, root) for root in ctx.roots):
+            continue
+        # A name no real file has: whatever covers everything in the directory covers it.
+        candidates = [NormalPath(p, p) for p in (spelling, spelling.rstrip("/") + "/\x00")]
+        if not any(_path_match(index, "allow", ctx, [c]) is not None for c in candidates):
+            return False
+    return True
 
 
 def _command_rules(index: RuleIndex, forms: Sequence[tuple[str, str]], now: datetime) -> CompiledRule | None:
