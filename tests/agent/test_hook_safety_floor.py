@@ -129,7 +129,9 @@ class SafetyFloorTests:
         from approvals import services
         from approvals.models import Decision
 
-        rule(default_team, "Bash(rm:*)", "allow")
+        # Only the bare rule allows it at PreToolUse: `Bash(rm:*)` does not reach outside
+        # the working directories (Claude Code asks there too).
+        rule(default_team, "Bash", "allow")
         body = allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf ~")
         floor_id = post(client, prompt_for(body), ci_bot.auth).json()["gatehouse"]["id"]
         services.request_decide(request_id=floor_id, behavior="allow", surface="api", user=alice)
@@ -137,17 +139,21 @@ class SafetyFloorTests:
         answer = post(client, prompt_for(body), ci_bot.auth).json()
         assert answer["hookSpecificOutput"]["decision"]["behavior"] == "allow"
         rows = list(Decision.objects.order_by("id").values_list("reason_type", "decided_by"))
-        assert rows == [("rule", "rule Bash(rm:*)"), ("user", "alice")]
+        assert rows == [("rule", "rule Bash"), ("user", "alice")]
 
     def test_a_deny_rule_still_denies_the_prompt(self, client: Client, ci_bot: Any, default_team: Any) -> None:
-        rule(default_team, "Bash(rm:*)", "allow")
+        # Only the bare rule allows it at PreToolUse: `Bash(rm:*)` does not reach outside
+        # the working directories (Claude Code asks there too).
+        rule(default_team, "Bash", "allow")
         body = allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf ~")
         rule(default_team, "Bash(rm -rf ~)", "deny")
         answer = post(client, prompt_for(body), ci_bot.auth).json()
         assert answer["hookSpecificOutput"]["decision"]["behavior"] == "deny"
 
     def test_the_prompts_deadline_denies(self, client: Client, ci_bot: Any, default_team: Any) -> None:
-        rule(default_team, "Bash(rm:*)", "allow")
+        # Only the bare rule allows it at PreToolUse: `Bash(rm:*)` does not reach outside
+        # the working directories (Claude Code asks there too).
+        rule(default_team, "Bash", "allow")
         body = allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf ~")
         for query in ("?wait=0&on_timeout=deny", "?wait=0&on_timeout=ask"):
             answer = post(client, prompt_for(body), ci_bot.auth, query).json()
