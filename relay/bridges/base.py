@@ -364,6 +364,52 @@ def apply_link(surface: str, external_id: str, code: str) -> str:
     return f"Linked: your presses here are now recorded as {identity.user.get_username()} in Gatehouse."
 
 
+STOP_USAGE = "Send /pause [AGENT] [ask] to stop an agent (or your whole team), /resume [AGENT] to let it run again."
+
+
+def stop_command(text: str) -> tuple[str, list[str]] | None:
+    """(`pause` | `resume`, the words after it) of a `/pause` or `/resume` command, else None."""
+    command, _, rest = text.strip().partition(" ")
+    name = command.split("@", 1)[0].lower()
+    if name not in ("/pause", "/resume"):
+        return None
+    return name[1:], rest.split()[:3]
+
+
+def apply_stop_command(surface: str, external_id: str, verb: str, words: list[str]) -> str:
+    """The stop switch from chat, for a team admin whose chat account is proven; the reply."""
+    user = selectors.user_for_chat(surface, external_id)
+    if user is None:
+        return "Link this chat account first: send /link with the code from your Gatehouse profile page."
+    teams = list(approval_selectors.teams_administered(user))
+    if not teams:
+        return "Only a team admin can pause or resume agents."
+    names = [word for word in words if word.lower() not in ("ask", "deny")]
+    if len(names) > 1:
+        return STOP_USAGE
+    if names:
+        agents = [a for t in teams if (a := approval_selectors.agent_in_team(team_id=t.pk, name=names[0]))]
+        if len(agents) != 1:
+            return f"No single agent named {names[0]!r} in the teams you administer."
+        team, agent = agents[0].team, agents[0]
+    elif len(teams) == 1:
+        team, agent = teams[0], None
+    else:
+        return "You administer several teams: name the agent, or use the dashboard for a whole team."
+    subject = f"agent {agent.name}" if agent else f"team {team.name}"
+    if verb == "pause":
+        answer = "ask" if "ask" in (w.lower() for w in words) else "deny"
+        approval_services.pause_set(team=team, agent=agent, answer=answer, user=user, surface=surface)
+        return f"Paused {subject}: every call is {'asked of a person' if answer == 'ask' else 'denied'} until /resume."
+    pause = next(
+        (p for p in approval_selectors.pauses_visible_to(user) if p.team_id == team.pk and p.agent == agent), None
+    )
+    if pause is None:
+        return f"{subject.capitalize()} is not paused."
+    approval_services.pause_lift(pause=pause, user=user, surface=surface)
+    return f"Resumed {subject}: its calls are decided by the rules again."
+
+
 # --- the send queue -------------------------------------------------------------------------
 
 

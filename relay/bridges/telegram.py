@@ -44,6 +44,7 @@ from relay.bridges.base import (
     Transient,
     apply_link,
     apply_press,
+    apply_stop_command,
     chat_question,
     check_press,
     cwd_shown,
@@ -54,6 +55,7 @@ from relay.bridges.base import (
     refuse,
     request_url,
     sign_action,
+    stop_command,
     verify_action,
 )
 from relay.bridges.selectors import Route
@@ -334,6 +336,10 @@ class TelegramBridge(ChatBridge):
             return []  # a channel post or an anonymous admin: no person to check or answer
         if message is not None and message.text is not None and link_code(message.text) is not None:
             return self._apply_link(update)
+        if message is not None and message.text is not None and (stop := stop_command(message.text)) is not None:
+            assert message.from_user is not None
+            text = apply_stop_command(SURFACE, str(message.from_user.id), *stop)
+            return [self._reply(str(message.chat.id), message.message_id, text)]
         if message is not None and message.reply_to_message is not None and message.text is not None:
             return self._apply_reason(update)
         return []  # other chatter in the chat is none of our business

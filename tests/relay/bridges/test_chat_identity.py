@@ -226,3 +226,42 @@ class SlackLinkTests:
             replayed = send({"command": "/link", "text": code, "user_id": "U0MALLORY"})
             assert "wrong or has expired" in replayed.json()["text"]
         assert identities() == [("slack", ALICE_SLACK, "alice", True)]
+
+
+class TelegramStopSwitchTests:
+    def test_a_team_admin_pauses_and_resumes_an_agent_from_chat(
+        self, fake_tg, telegram_bridge, telegram_poller, ci_bot, carol
+    ):
+        from approvals import services
+        from approvals.models import Decision, Pause
+
+        fake_tg.say(f"/link {profile_code(carol)}", user_id=ALICE_TG)
+        fake_tg.wait_for(lambda: fake_tg.sent_to(ALICE_TG))
+        fake_tg.say("/pause ci-bot", user_id=ALICE_TG)
+        reply = fake_tg.wait_for(lambda: [m for m in fake_tg.sent_to(ALICE_TG) if "Paused" in m.text])
+        assert "Paused agent ci-bot" in reply[0].text
+        pause = Pause.objects.get()
+        assert (pause.agent_id, pause.answer, pause.created_by_id) == (ci_bot.agent.pk, "deny", carol.pk)
+        denied = services.request_submit(
+            agent=ci_bot.agent, call={"tool_name": "Bash", "tool_input": {"command": "ls"}}
+        )
+        assert denied.decision is not None and denied.decision.reason["detail"] == "paused"
+        fake_tg.say("/resume ci-bot", user_id=ALICE_TG)
+        fake_tg.wait_for(lambda: [m for m in fake_tg.sent_to(ALICE_TG) if "Resumed" in m.text])
+        assert not Pause.objects.exists()
+        audited = Decision.objects.filter(tool_name__startswith="Gatehouse:").values_list("surface", "decided_by")
+        assert list(audited) == [("telegram", "carol"), ("telegram", "carol")]
+
+    def test_an_unlinked_account_or_an_approver_pauses_nothing(
+        self, fake_tg, telegram_bridge, telegram_poller, ci_bot, alice
+    ):
+        from approvals.models import Pause
+
+        fake_tg.say("/pause", user_id=STRANGER_TG)
+        reply = fake_tg.wait_for(lambda: fake_tg.sent_to(STRANGER_TG))
+        assert "Link this chat account first" in reply[0].text
+        fake_tg.say(f"/link {profile_code(alice)}", user_id=ALICE_TG)
+        fake_tg.wait_for(lambda: fake_tg.sent_to(ALICE_TG))
+        fake_tg.say("/pause ci-bot", user_id=ALICE_TG)
+        refused = fake_tg.wait_for(lambda: [m for m in fake_tg.sent_to(ALICE_TG) if "team admin" in m.text])
+        assert refused and not Pause.objects.exists()
