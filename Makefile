@@ -31,7 +31,10 @@ run: migrate
 	$(BIN)/python manage.py gatehouse_banner --host $(HOST) --port $(PORT)
 	@# One process on its own: it sweeps its own deadlines. Several processes run
 	@# `manage.py run_sweeper` beside them instead (docs/OPERATIONS.md).
-	GATEHOUSE_INPROCESS_SWEEPER=1 $(BIN)/daphne -b $(HOST) -p $(PORT) gatehouse.asgi:application
+	@# gatehouse.serve is Daphne with a bound on what a socket may hold unsent, and a drain
+	@# on Ctrl-C that lets a waiting hook call have its answer (5 s here; a second Ctrl-C stops).
+	GATEHOUSE_INPROCESS_SWEEPER=1 GATEHOUSE_DRAIN_SECONDS=$${GATEHOUSE_DRAIN_SECONDS:-5} \
+		$(BIN)/python -m gatehouse.serve -b $(HOST) -p $(PORT) gatehouse.asgi:application
 
 # Caddy (TLS on PORT, default 8443) in front of WORKERS Daphne processes, the sweeper and
 # the Telegram bot under honcho. Needs DATABASE_URL and REDIS_URL. See docs/DEPLOY.md.
