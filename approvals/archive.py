@@ -82,9 +82,12 @@ def _delete_through(through_id: int) -> None:
         # The search text derived from the rows goes with them (approvals.audit_search).
         cursor.execute("DELETE FROM approvals_auditsearch WHERE decision_id <= %s", [through_id])
         cursor.execute("DELETE FROM approvals_decision WHERE id <= %s", [through_id])
+    request_ids = list(dict.fromkeys(request_ids))  # a request's votes and its decision name it each
     for start in range(0, len(request_ids), 500):
-        # Through the ORM, so rows that hang off a request (chat messages) go with it.
-        PermissionRequest.objects.filter(pk__in=request_ids[start : start + 500]).delete()
+        # Through the ORM, so rows that hang off a request (chat messages) go with it. A
+        # request whose later rows (its decision after its votes) stay live stays too.
+        batch = request_ids[start : start + 500]
+        PermissionRequest.objects.filter(pk__in=batch, audit_rows__isnull=True).delete()
 
 
 def archive_before(before: datetime, directory: Path) -> ArchiveResult:

@@ -11,6 +11,9 @@ Each row stores the `format` its hash was computed under, so the chain can grow:
   evaluation (its trace), and the agent's reported facts. The format number itself is hashed, so a row cannot be
   relabelled to an older, narrower format without breaking.
 
+- format 3: format 2, and the row's `kind` (a decision, a quorum vote, an escalation
+  ladder step), so a vote cannot be relabelled as the outcome or the other way round.
+
 Old rows keep format 1 and are verified by it: re-hashing them would bless whatever was
 changed in them before the upgrade (see SECURITY.md). A format never goes backwards
 along the chain; `verify_chain` reports a row whose format is older than the row before it.
@@ -30,12 +33,12 @@ from django.db import IntegrityError, connection
 from django.utils import timezone
 
 from approvals.audit_search import search_text
-from approvals.models import AuditCut, AuditSearch, Decision, PermissionRequest
+from approvals.models import AuditCut, AuditKind, AuditSearch, Decision, PermissionRequest
 
 log = logging.getLogger(__name__)
 
 GENESIS_HASH = "0" * 64
-CURRENT_FORMAT = 2
+CURRENT_FORMAT = 3
 # Numbers at or beyond this size are compared as floats (see `stable_numbers`).
 EXACT_INT_LIMIT = 2**53
 
@@ -128,10 +131,12 @@ def chained_fields(decision: Decision) -> dict[str, Any]:
     fields = decision_fields(decision)
     if decision.format == 1:
         return fields
-    if decision.format != 2:
+    if decision.format not in (2, 3):
         raise ValueError(f"unknown audit row format {decision.format}")
+    if decision.format == 3:
+        fields["kind"] = decision.kind
     return {
-        "format": 2,
+        "format": decision.format,
         "decision": stable_numbers(fields),
         "request": request_fields(decision.request),
     }
@@ -214,8 +219,13 @@ def append_decision(
     updated_input: dict[str, Any] | None = None,
     user: User | None = None,
     latency_ms: float | None = None,
+    kind: str = AuditKind.DECISION,
 ) -> Decision:
-    """Write the audit row at the head of the hash chain. Call inside `transaction.atomic()`."""
+    """Write the audit row at the head of the hash chain. Call inside `transaction.atomic()`.
+
+    - `kind`: a `decision` row is the request's outcome and becomes `request.decision`;
+      a vote or a ladder step is a row on the way to it.
+    """
     now = timezone.now()
     if latency_ms is None:
         latency_ms = (now - request.created_at).total_seconds() * 1000
@@ -237,6 +247,8 @@ def append_decision(
         "surface": surface,
         "latency_ms": latency_ms,
         "created_at": now,
+        "kind": kind,
+        "format": CURRENT_FORMAT,
     }
     # Writers never race for the head: on PostgreSQL they queue on an advisory lock held
     # to commit, and SQLite's IMMEDIATE transactions hold its one write lock from BEGIN.
@@ -256,6 +268,9 @@ def append_decision(
         log.error("audit insert refused for request %s: %s", request.pk, exc)
         raise
     _index_for_search(decision, request)
+    if kind == AuditKind.DECISION:
+        PermissionRequest.objects.filter(pk=request.pk).update(decision=decision)
+        request.decision = decision
     return decision
 
 

@@ -18,7 +18,7 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from approvals import changes, permissions, questions, selectors, why
+from approvals import changes, permissions, questions, quorum, selectors, why
 from approvals.invisible import (
     blank_marker,
     count_hidden,
@@ -97,6 +97,8 @@ def _context(request: PermissionRequest, *, can_decide: bool, decision: Any) -> 
         # An AskUserQuestion call: the card asks its questions instead of Allow / Deny.
         "questions": questions.questions_of(request.tool_name, request.tool_input),
         "answers": _answers(decision),
+        # "1 of 2 — alice approved" and the ladder's steps; None without quorum or ladder.
+        "progress": _progress(request),
     }
 
 
@@ -107,6 +109,11 @@ def _answers(decision: Any) -> list[tuple[str, str]]:
     if not isinstance(answers, dict):
         return []
     return [(str(question), str(label)) for question, label in answers.items()]
+
+
+def _progress(request: PermissionRequest) -> dict[str, Any] | None:
+    found = quorum.progress_of(request)
+    return found.to_dict() if found is not None else None
 
 
 def _explanation(request: PermissionRequest, evaluation: dict[str, Any]) -> dict[str, Any]:

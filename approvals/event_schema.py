@@ -37,6 +37,15 @@ class RequestFinished(_Event):
     decision: dict[str, Any] | None = None
 
 
+class RequestUpdated(_Event):
+    """A step on the way to a decision, with its audit row: a quorum vote, a ladder step."""
+
+    type: Literal["request.updated"]
+    request_id: str
+    decision_id: int
+    kind: Literal["vote", "reminder", "escalation"]
+
+
 class RequestReviewed(_Event):
     type: Literal["request.claimed", "request.released"]
     request_id: str
@@ -61,7 +70,15 @@ class RequestAbandoned(_Event):
 
 
 _SHAPES: dict[str, TypeAdapter[Any]] = {}
-for _model in (RequestCreated, RequestFinished, RequestReviewed, RequestProgress, SessionEnded, RequestAbandoned):
+for _model in (
+    RequestCreated,
+    RequestFinished,
+    RequestUpdated,
+    RequestReviewed,
+    RequestProgress,
+    SessionEnded,
+    RequestAbandoned,
+):
     for _type in _model.model_fields["type"].annotation.__args__:  # type: ignore[union-attr]
         _SHAPES[_type] = TypeAdapter(_model)
 

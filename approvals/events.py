@@ -7,7 +7,8 @@ Groups:
 - `user.<user_id>`: every dashboard socket of one person (closed on logout).
 
 Events are dicts with `type` in `request.created`, `request.claimed`,
-`request.decided`, `request.cancelled`, `request.expired`, `request.progress`;
+`request.decided`, `request.cancelled`, `request.expired`, `request.progress`,
+`request.updated` (a quorum vote or an escalation ladder step);
 Channels maps the type to the consumer method `request_decided` and so on. Each type's
 shape is in `approvals/event_schema.py`, checked in the tests against events caught on
 the real channel layer.
@@ -129,6 +130,26 @@ def announce_finished(request: PermissionRequest, decision: Decision, *, at_subm
         )
         for announcer in registry.announcers:
             _safely(announcer.name, announcer.request_finished, request, decision)
+
+    transaction.on_commit(fire)
+
+
+def announce_updated(request: PermissionRequest, row: Decision) -> None:
+    """Call inside the transaction that wrote a vote's or a ladder step's audit row.
+
+    - Rings the teams' dashboards (the card shows "1 of 2 — alice approved") and calls
+      `request_updated(request, row)` on each announcer that has it (the chat bridges).
+    """
+
+    def fire() -> None:
+        send(
+            [team_group(request.team_id), ALL_TEAMS_GROUP],
+            {"type": "request.updated", "request_id": str(request.pk), "decision_id": row.pk, "kind": row.kind},
+        )
+        for announcer in registry.announcers:
+            handler = getattr(announcer, "request_updated", None)
+            if handler is not None:
+                _safely(announcer.name, handler, request, row)
 
     transaction.on_commit(fire)
 

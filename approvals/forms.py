@@ -152,6 +152,12 @@ class RuleForm(forms.Form):
         help_text="in your time zone; empty = never",
     )
     ask_timeout = forms.IntegerField(required=False, min_value=1, max_value=86_400, help_text="seconds")
+    approvals_required = forms.IntegerField(
+        required=False, min_value=1, max_value=10, initial=1, help_text="ask rules: approvals from distinct people"
+    )
+    approver_group = forms.RegexField(
+        r"^[A-Za-z0-9_-]*$", required=False, max_length=64, help_text="ask rules: only this team group counts"
+    )
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
     def __init__(self, *args: Any, teams: Any, agents: Any, **kwargs: Any) -> None:
@@ -227,3 +233,45 @@ class PersonInviteForm(forms.Form):
         if teams.count() == 1:
             self.fields["team"].widget = forms.HiddenInput()
             self.fields["team"].initial = teams.first()
+
+
+class TeamSettingsForm(forms.Form):
+    """A team's approval settings (see `TeamSettings`); durations in seconds, empty = the default."""
+
+    approvals_required = forms.IntegerField(min_value=1, max_value=10, help_text="approvals every ask needs")
+    destructive_approvals = forms.IntegerField(
+        min_value=0, max_value=10, help_text="approvals a destructive command needs (0: off)"
+    )
+    protected_path_approvals = forms.IntegerField(
+        min_value=0, max_value=10, help_text="approvals a protected path needs (0: off)"
+    )
+    approver_group = forms.RegexField(
+        r"^[A-Za-z0-9_-]*$", required=False, max_length=64, help_text="only this group counts (empty: any approver)"
+    )
+    exclude_owner = forms.BooleanField(required=False, help_text="an agent's owner never counts toward its quorum")
+    ask_timeout = forms.IntegerField(required=False, min_value=1, help_text="seconds; empty: the global default")
+    deferred_timeout = forms.IntegerField(required=False, min_value=1, help_text="seconds, deferred headless asks")
+    remind_after = forms.IntegerField(required=False, min_value=1, help_text="seconds; remind the same people")
+    escalate_after = forms.IntegerField(required=False, min_value=1, help_text="seconds; escalate to on call")
+    on_call_group = forms.RegexField(r"^[A-Za-z0-9_-]*$", required=False, max_length=64)
+
+
+class TeamGroupsForm(forms.Form):
+    """The team's groups, one a line: `leads: alice, carol`."""
+
+    groups = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        help_text="one group a line: name: member, member (an empty list empties the group)",
+    )
+
+    def clean_groups(self) -> dict[str, list[str]]:
+        parsed: dict[str, list[str]] = {}
+        for number, line in enumerate(str(self.cleaned_data.get("groups") or "").splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, colon, members = line.partition(":")
+            if not colon or not name.strip():
+                raise forms.ValidationError(f"line {number}: write it as 'group: member, member'")
+            parsed[name.strip()] = [m.strip() for m in members.split(",") if m.strip()]
+        return parsed

@@ -55,12 +55,45 @@ class Membership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    # The team's named groups this person is in ("leads", "on_call"): who a quorum rule's
+    # `approver_group` and the escalation ladder's on-call step mean.
+    groups = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "team"], name="membership_unique_user_team")]
 
     def __str__(self) -> str:
         return f"{self.user} is {self.role} in {self.team}"
+
+
+class TeamSettings(models.Model):
+    """A team's approval settings, changed by a team admin: quorum, deadlines, the escalation ladder.
+
+    Every duration is in seconds; None falls back to the next that applies (docs/POLICY.md).
+    """
+
+    team = models.OneToOneField(Team, on_delete=models.CASCADE, primary_key=True, related_name="approval_settings")
+    # Approvals every ask of the team needs (1: one person, as without quorum).
+    approvals_required = models.PositiveSmallIntegerField(default=1)
+    # Risk classes: approvals a destructive command / a protected path needs (0: no class rule).
+    destructive_approvals = models.PositiveSmallIntegerField(default=0)
+    protected_path_approvals = models.PositiveSmallIntegerField(default=0)
+    # When set, only members of this group count toward the team-wide and risk-class quorums.
+    approver_group = models.CharField(max_length=64, blank=True, default="")
+    # The agent's owner never counts toward a quorum on their own agent's calls.
+    exclude_owner = models.BooleanField(default=False)
+    # The deadline of an ask when no rule says (None: GATEHOUSE_ASK_TIMEOUT), and of a
+    # deferred headless ask (None: GATEHOUSE_DEFERRED_TIMEOUT).
+    ask_timeout = models.PositiveIntegerField(null=True, blank=True)
+    deferred_timeout = models.PositiveIntegerField(null=True, blank=True)
+    # The ladder: remind the same people after this long, then escalate to `on_call_group`.
+    remind_after = models.PositiveIntegerField(null=True, blank=True)
+    escalate_after = models.PositiveIntegerField(null=True, blank=True)
+    on_call_group = models.CharField(max_length=64, blank=True, default="on_call")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"approval settings of team {self.team_id}"
 
 
 class Agent(models.Model):
@@ -150,7 +183,16 @@ class PermissionRequest(models.Model):
     version = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     deadline_at = models.DateTimeField(null=True, blank=True)
+    # The escalation ladder's next steps (None: done or none); the sweeper takes each once.
+    remind_at = models.DateTimeField(null=True, blank=True)
+    escalate_at = models.DateTimeField(null=True, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
+    # The outcome's audit row; the request's other audit rows (quorum votes, ladder
+    # steps) are `audit_rows`. No database constraint: the archive removes audit rows
+    # and requests in one transaction, and the audit log's own guards protect both.
+    decision = models.OneToOneField(
+        "Decision", null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
     # PostToolUse / PostToolUseFailure, recorded against the request.
     result = models.JSONField(null=True, blank=True)
     result_at = models.DateTimeField(null=True, blank=True)
@@ -163,6 +205,8 @@ class PermissionRequest(models.Model):
             models.Index(fields=["state", "deadline_at"], name="request_state_deadline"),
             models.Index(fields=["team", "state", "-created_at"], name="request_team_state_created"),
             models.Index(fields=["agent", "session_id", "tool_name", "input_hash"], name="request_match"),
+            models.Index(fields=["state", "remind_at"], name="request_state_remind"),
+            models.Index(fields=["state", "escalate_at"], name="request_state_escalate"),
         ]
         ordering = ["-created_at"]
 
@@ -209,10 +253,27 @@ class DecisionQuerySet(models.QuerySet["Decision"]):
 INDEXED_RULE_CHARS = 256
 
 
-class Decision(models.Model):
-    """The audit log: one row per request outcome, append-only, hash-chained."""
+class AuditKind(models.TextChoices):
+    """What an audit row records: a request's outcome, or a step on the way to it."""
 
-    request = models.OneToOneField(PermissionRequest, on_delete=models.PROTECT, related_name="decision")
+    DECISION = "decision", "decision"
+    VOTE = "vote", "vote"  # one person's approval toward a quorum
+    REMINDER = "reminder", "reminder"  # the ladder reminded the same people
+    ESCALATION = "escalation", "escalation"  # the ladder escalated to the on-call group
+
+
+# The reason types of rows on the way to a decision: a vote toward a quorum, a ladder step.
+# Counts of decisions leave them out; the denials monitor never meets them (neither denies).
+STEP_REASON_TYPES = ("vote", "ladder")
+
+
+class Decision(models.Model):
+    """The audit log: one row per request outcome or step (vote, reminder), append-only, hash-chained."""
+
+    # One `decision` row per finished request (PermissionRequest.decision names it), and
+    # any number of vote and ladder rows before it.
+    request = models.ForeignKey(PermissionRequest, on_delete=models.PROTECT, related_name="audit_rows")
+    kind = models.CharField(max_length=16, choices=AuditKind.choices, default=AuditKind.DECISION)
     # Denormalised so the audit list and the denials monitor filter without joins.
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="decisions")
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="decisions")
@@ -236,12 +297,22 @@ class Decision(models.Model):
     # commit: the loser retries on the new head and the chain never forks.
     prev_hash = models.CharField(max_length=64, unique=True)
     hash = models.CharField(max_length=64, unique=True)
-    # Which fields `hash` covers (approvals.audit): 1 the decision's, 2 also its request's.
-    format = models.PositiveSmallIntegerField(default=2)
+    # Which fields `hash` covers (approvals.audit): 1 the decision's, 2 also its request's,
+    # 3 also the row's kind.
+    format = models.PositiveSmallIntegerField(default=3)
 
     objects = DecisionQuerySet.as_manager()
 
     class Meta:
+        constraints = [
+            # One outcome per request, and a person's approval counts once toward a quorum.
+            models.UniqueConstraint(
+                fields=["request"], condition=models.Q(kind="decision"), name="decision_one_outcome_per_request"
+            ),
+            models.UniqueConstraint(
+                fields=["request", "decided_by_user"], condition=models.Q(kind="vote"), name="decision_one_vote_each"
+            ),
+        ]
         indexes = [
             models.Index(fields=["team", "-created_at"], name="decision_team_created"),
             models.Index(fields=["agent", "tool_name", "created_at"], name="decision_agent_tool_created"),
@@ -346,6 +417,9 @@ class Rule(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     # Per-rule override of GATEHOUSE_ASK_TIMEOUT for asks this rule produces.
     ask_timeout = models.PositiveIntegerField(null=True, blank=True)
+    # An ask rule's quorum: approvals from distinct people, optionally of one team group.
+    approvals_required = models.PositiveSmallIntegerField(default=1)
+    approver_group = models.CharField(max_length=64, blank=True, default="")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="rules"
     )

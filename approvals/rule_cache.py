@@ -14,8 +14,10 @@ from approvals.engine_input import engine_rule_items
 from approvals.models import (
     Agent,
     Rule,
+    RuleBehavior,
     RuleScope,
 )
+from approvals.quorum import RuleQuorum
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +32,8 @@ class _TeamRuleCache:
 
     rules: selectors.TeamRules
     compiled: dict[tuple[int, ...], tuple[policy.CompiledRules, dict[str, int]]] = field(default_factory=dict)
+    # rule id -> that quorum ask rule compiled alone (`quorum_rules_for`)
+    quorum: dict[int, policy.CompiledRules] = field(default_factory=dict)
 
 
 # team id -> its rules at the version last read. Every call re-reads the version (one
@@ -61,4 +65,25 @@ def compiled_rules_for(agent: Agent, session_id: str, cwd: str) -> tuple[policy.
         if len(cache.compiled) >= _COMPILED_PER_TEAM:
             cache.compiled.clear()  # many sessions at one version: start over, never grow
         cache.compiled[key] = found
+    return found
+
+
+def quorum_rules_for(agent: Agent, session_id: str, cwd: str) -> list[tuple[RuleQuorum, policy.CompiledRules]]:
+    """The ask rules covering this call's scope that ask for more than one approval, each compiled alone.
+
+    - Read from the same per-team cache as `compiled_rules_for` (call it first).
+    - Each is compiled on its own so the caller can tell which of them match the call:
+      where several match, the largest quorum wins, not the one the engine reports.
+    """
+    cache = _team_rule_caches.get(agent.team_id)
+    if cache is None:
+        return []
+    found = []
+    for rule in cache.rules.covering(agent_id=agent.pk, session_id=session_id, cwd=cwd):
+        if rule.behavior != RuleBehavior.ASK or rule.approvals_required <= 1:
+            continue
+        compiled = cache.quorum.get(rule.pk)
+        if compiled is None:
+            compiled = cache.quorum[rule.pk] = _compiled([rule])
+        found.append((RuleQuorum(rule.rule, rule.source, rule.approvals_required, rule.approver_group), compiled))
     return found

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from approvals import learning_views, people_views, views
+from approvals import learning_views, people_views, team_views, views
 
 urlpatterns = [
     path("", views.queue, name="queue"),
@@ -22,6 +22,7 @@ urlpatterns = [
     path("rules/autopilot/", learning_views.autopilot_settings, name="rules-autopilot"),
     path("rules/<int:rule_id>/edit/", views.rule_edit, name="rule-edit"),
     path("rules/<int:rule_id>/delete/", views.rule_delete, name="rule-delete"),
+    path("teams/<slug:name>/settings/", team_views.team_settings, name="team-settings"),
     path("agents/", views.agents, name="agents"),
     path("agents/pause/", views.agents_pause, name="agents-pause"),
     path("pauses/<int:pause_id>/resume/", views.pause_resume, name="pause-resume"),

@@ -190,6 +190,8 @@ def request_decide(request: HttpRequest, request_id: UUID) -> HttpResponse:
         return _decide_answer(request, req, 400, str(exc))
     if not result.won:
         return _decide_answer(request, result.request, 409, _lost_message(result))
+    if result.decision is None and result.vote is not None:
+        return _decide_answer(request, result.request, 200, f"Approved: {result.progress}.")
     verb = "Allowed" if result.decision and result.decision.behavior == "allow" else "Denied"
     return _decide_answer(request, result.request, 200, f"{verb} {req.tool_name} for {req.agent.name}.")
 
@@ -492,6 +494,8 @@ def _rule_fields(form: RuleForm) -> dict[str, Any]:
         "session_id": data.get("session_id") or "",
         "expires_at": data.get("expires_at"),
         "ask_timeout": data.get("ask_timeout"),
+        "approvals_required": data.get("approvals_required") or 1,
+        "approver_group": data.get("approver_group") or "",
         "note": data.get("note") or "",
     }
 
@@ -541,6 +545,8 @@ def rule_edit(request: HttpRequest, rule_id: int) -> HttpResponse:
         session_id=rule.session_id,
         expires_at=rule.expires_at,
         ask_timeout=rule.ask_timeout,
+        approvals_required=rule.approvals_required,
+        approver_group=rule.approver_group,
         note=rule.note,
     )
     form = _rule_form(request, request.POST if request.method == "POST" else None, initial=initial)

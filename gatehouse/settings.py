@@ -217,6 +217,8 @@ CACHES = {
 # --- Gatehouse behaviour --------------------------------------------------------------
 
 GATEHOUSE_ASK_TIMEOUT = env_int("GATEHOUSE_ASK_TIMEOUT", 300)
+# The deadline of a deferred headless ask when its team sets none (TeamSettings.deferred_timeout).
+GATEHOUSE_DEFERRED_TIMEOUT = env_int("GATEHOUSE_DEFERRED_TIMEOUT", 3600)
 
 # Signed checkpoints of the audit chain's head, outside the database (approvals.checkpoints).
 # The private key is for the sweeper and `audit_checkpoint` only: leave it unset (and

@@ -83,7 +83,9 @@ class SnapshotFrame(_Frame):
 
 
 class CreatedFrame(_Frame):
-    type: Literal["request.created"]
+    """A new card, or a pending card re-rendered (`request.updated`: a quorum vote, a ladder step)."""
+
+    type: Literal["request.created", "request.updated"]
     id: str
     html: str
 

@@ -24,6 +24,7 @@ from django.db import close_old_connections, connection
 
 from approvals import services
 from approvals.models import Context, Decision, PermissionRequest, RequestState
+from approvals.quorum import Requirement
 from approvals.services import DecideResult
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,10 @@ class Racer(Protocol):
 
 
 def submit_offer(request: PermissionRequest, offer: Offer) -> DecideResult | None:
+    if offer.behavior == "allow" and Requirement.of(request) is not None:
+        # Only people complete a quorum (request_decide refuses it too); a deny still counts.
+        log.info("%s offered to allow %s, which needs people's approvals; ignored", offer.decided_by, request.pk)
+        return None
     try:
         return answer(
             request.pk,

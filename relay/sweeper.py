@@ -25,7 +25,8 @@ _task: asyncio.Task[None] | None = None
 
 
 def sweep_once(limit: int = 100) -> int:
-    """Expire overdue pending requests; return how many this call expired."""
+    """Take due ladder steps, then expire overdue pending requests; return how many this call expired."""
+    climb_ladder(limit)
     expired = 0
     for request in selectors.overdue_requests(limit):
         try:
@@ -37,6 +38,18 @@ def sweep_once(limit: int = 100) -> int:
     if expired:
         log.info("sweeper expired %d overdue request(s)", expired)
     return expired
+
+
+def climb_ladder(limit: int = 100) -> int:
+    """Take every due reminder and escalation (each once, whichever sweeper gets there first)."""
+    taken = 0
+    for request, kind in selectors.ladder_steps_due(limit):
+        try:
+            if services.request_ladder_step(request=request, kind=kind) is not None:
+                taken += 1
+        except services.AuditUnavailable:
+            log.error("could not record the %s of %s; retrying next sweep", kind, request.pk)
+    return taken
 
 
 async def sweep_forever(interval: float | None = None) -> None:

@@ -133,6 +133,7 @@
         setLive("live", "live");
         break;
       case "request.created":
+      case "request.updated":
       case "request.decided":
       case "request.cancelled":
       case "request.expired": place(msg.id, msg.html); break;

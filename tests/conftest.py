@@ -228,6 +228,7 @@ DB_ENGINE_SUITES = (
     "tests/relay/test_claims.py",
     "tests/relay/test_deadlines.py",
     "tests/relay/test_multiprocess.py",
+    "tests/relay/test_quorum_race.py",
     "tests/relay/test_race.py",
     "tests/reliability/",
 )

@@ -33,6 +33,8 @@ class RuleOutputSerializer(serializers.Serializer):
     session_id = serializers.CharField()
     team = serializers.CharField(source="team.name")
     ask_timeout = serializers.IntegerField(allow_null=True)
+    approvals_required = serializers.IntegerField()
+    approver_group = serializers.CharField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
@@ -58,6 +60,21 @@ class RuleInputSerializer(StrictSerializer):
     session_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
     ask_timeout = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=86_400, default=None)
+    approvals_required = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=10,
+        default=1,
+        help_text="Ask rules: approvals from distinct people the call needs (where several match, the largest wins).",
+    )
+    approver_group = serializers.RegexField(
+        r"^[A-Za-z0-9_-]*$",
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Ask rules: only members of this team group count toward the quorum (e.g. `leads`).",
+    )
     note = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
     team = serializers.CharField(max_length=64, required=False, help_text="Team name; defaults to your only team.")
 

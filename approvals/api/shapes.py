@@ -32,6 +32,19 @@ class DecisionOutputSerializer(serializers.Serializer):
         ref_name = "Decision"
 
 
+class QuorumOutputSerializer(serializers.Serializer):
+    required = serializers.IntegerField(  # type: ignore[assignment]  # a field named like Field.required
+        help_text="Approvals from distinct people the call needs."
+    )
+    approvers = serializers.ListField(child=serializers.CharField(), help_text="Who approved so far, in order.")
+    group = serializers.CharField(help_text="Only this team group counts (empty: any approver).")
+    steps = serializers.ListField(child=serializers.CharField(), help_text="Escalation ladder steps taken.")
+    sentence = serializers.CharField(help_text="'1 of 2 — alice approved' (empty below two approvals).")
+
+    class Meta:
+        ref_name = "Quorum"
+
+
 class RequestOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=["pending", "decided", "cancelled", "expired"])
@@ -53,6 +66,7 @@ class RequestOutputSerializer(serializers.Serializer):
         allow_null=True, help_text="prompt_id, agent_id, agent_type, effort and prompt, as the agent sent them."
     )
     decision = DecisionOutputSerializer(allow_null=True)
+    quorum = QuorumOutputSerializer(allow_null=True, help_text="Votes and ladder steps; null without either.")
 
     class Meta:
         ref_name = "PermissionRequest"

@@ -10,6 +10,7 @@ from approvals.api import (  # noqa: F401  (schema registers the auth scheme)
     requests,
     rules,
     schema,
+    teams,
     tokens,
 )
 from approvals.api.health import HealthCheckApi
@@ -55,6 +56,12 @@ urlpatterns = [
     path("analytics/approvers", analytics.ApproverAnalyticsApi.as_view(), name="api-analytics-approvers"),
     path("tokens", tokens.PersonalTokenListApi.as_view(), name="api-tokens"),
     path("tokens/<int:token_id>", tokens.PersonalTokenRevokeApi.as_view(), name="api-token"),
+    path(
+        "teams/<slug:name>/settings",
+        api_route({"get": teams.TeamSettingsDetailApi, "patch": teams.TeamSettingsUpdateApi}, teams.TeamSettingsApi),
+        name="api-team-settings",
+    ),
+    path("teams/<slug:name>/groups/<slug:group>", teams.TeamGroupUpdateApi.as_view(), name="api-team-group"),
     path(
         "rules",
         api_route({"get": rules.RuleListApi, "post": rules.RuleCreateApi}, rules.RuleCollectionApi),

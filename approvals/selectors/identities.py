@@ -17,6 +17,7 @@ from approvals.models import (
     PersonalToken,
     Role,
     Team,
+    TeamSettings,
 )
 
 
@@ -36,6 +37,21 @@ def personal_tokens_of(user: Any) -> QuerySet[PersonalToken]:
 
 def agent_in_team(*, team_id: int, name: str) -> Agent | None:
     return Agent.objects.filter(team_id=team_id, name=name).first()
+
+
+def team_settings(team_id: int) -> TeamSettings:
+    """The team's approval settings; the defaults (unsaved) when a team admin never set them."""
+    return TeamSettings.objects.filter(team_id=team_id).first() or TeamSettings(team_id=team_id)
+
+
+def team_groups(team_id: int) -> dict[str, list[str]]:
+    """Each named group of the team ("leads", "on_call") and its members' user names."""
+    groups: dict[str, list[str]] = {}
+    rows = Membership.objects.filter(team_id=team_id).select_related("user").order_by("user__username")
+    for membership in rows:
+        for group in membership.groups or []:
+            groups.setdefault(str(group), []).append(membership.user.get_username())
+    return dict(sorted(groups.items()))
 
 
 def team_by_name(name: str) -> Team | None:

@@ -16,6 +16,7 @@ from django.db.models.lookups import GreaterThan, LessThanOrEqual
 from approvals import permissions
 from approvals.models import (
     INDEXED_RULE_CHARS,
+    STEP_REASON_TYPES,
     Agent,
     Decision,
     SessionDenials,
@@ -79,6 +80,8 @@ def decision_period(user: User | AnonymousUser, since: datetime, until: datetime
     decided = 0
     causes: Counter[str] = Counter({cause: 0 for cause in CAUSE_ORDER})
     for behavior, reason_type, n in counts:
+        if reason_type in STEP_REASON_TYPES:
+            continue  # a quorum vote or a ladder step: on the way to a decision, not one
         decided += n
         if behavior == "deny":
             causes[DENIAL_CAUSES.get(reason_type, "other")] += n

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from approvals import quorum
 from approvals.models import (
     Decision,
     PermissionRequest,
@@ -50,4 +51,10 @@ def request_payload(request: PermissionRequest, decision: Decision | None = None
         "permission_suggestions": request.permission_suggestions,
         "call_context": request.call_context,
         "decision": decision_payload(decision) if decision is not None else None,
+        "quorum": _progress_payload(request),
     }
+
+
+def _progress_payload(request: PermissionRequest) -> dict[str, Any] | None:
+    progress = quorum.progress_of(request)
+    return progress.to_dict() if progress is not None else None

@@ -13,6 +13,7 @@ from django.utils import timezone
 from approvals import changes, permissions
 from approvals.models import (
     Agent,
+    AuditKind,
     Decision,
     PermissionRequest,
     RequestState,
@@ -63,6 +64,8 @@ def grant_rule_for(request: PermissionRequest) -> str | None:
     - Never wider than the call (`policy.grants`); every surface shows it before the tap.
     """
     evaluation = request.evaluation or {}
+    if evaluation.get("quorum"):
+        return None  # a call that needs people's approvals is allowed once, by each
     suggestions = [str(rule) for rule in evaluation.get("suggested_rules") or []]
     tool_input = request.tool_input if isinstance(request.tool_input, dict) else {}
     destructive = bool(evaluation.get("destructive_warning"))
@@ -80,7 +83,8 @@ def same_call_key(request: PermissionRequest) -> str:
 
 
 def decision_for(request: PermissionRequest) -> Decision | None:
-    return Decision.objects.filter(request_id=request.pk).first()
+    """The request's outcome (its `decision` audit row); None while pending."""
+    return Decision.objects.filter(request_id=request.pk, kind=AuditKind.DECISION).first()
 
 
 def joined_decision(request: PermissionRequest) -> Decision | None:
@@ -134,6 +138,15 @@ def overdue_requests(limit: int = 100) -> QuerySet[PermissionRequest]:
         .filter(state=RequestState.PENDING, deadline_at__lte=timezone.now())
         .order_by("deadline_at")[:limit]
     )
+
+
+def ladder_steps_due(limit: int = 100) -> list[tuple[PermissionRequest, str]]:
+    """Pending requests whose reminder or escalation is due, each with the step's kind."""
+    now = timezone.now()
+    pending = PermissionRequest.objects.select_related("agent").filter(state=RequestState.PENDING)
+    reminders = pending.filter(remind_at__lte=now).order_by("remind_at")[:limit]
+    escalations = pending.filter(escalate_at__lte=now).order_by("escalate_at")[:limit]
+    return [(r, str(AuditKind.REMINDER)) for r in reminders] + [(r, str(AuditKind.ESCALATION)) for r in escalations]
 
 
 def recently_finished(user: User | AnonymousUser, limit: int = 10) -> QuerySet[PermissionRequest]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Q, QuerySet
+from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
 from approvals import permissions
@@ -18,6 +19,7 @@ from approvals.models import (
     RuleSource,
     RulesVersion,
     Team,
+    TeamSettings,
 )
 
 
@@ -140,3 +142,13 @@ def rules_filtered(
         if value:
             rules = rules.filter(**{lookup: value})
     return rules.order_by("id")
+
+
+def longest_ask_deadline() -> int:
+    """The longest deadline any ask can get now, in seconds: what a hook must outwait.
+
+    - The largest of `GATEHOUSE_ASK_TIMEOUT`, every team's `ask_timeout` and every rule's.
+    """
+    teams = TeamSettings.objects.aggregate(longest=Max("ask_timeout"))["longest"] or 0
+    rules = Rule.objects.aggregate(longest=Max("ask_timeout"))["longest"] or 0
+    return max(int(settings.GATEHOUSE_ASK_TIMEOUT), int(teams), int(rules))

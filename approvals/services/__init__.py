@@ -1,7 +1,8 @@
 """Every write Gatehouse makes, by domain. Views, consumers, bridges and commands call these.
 
 One module per domain (like zulip's `zerver/actions/`): `submit`, `decide`, `rules`,
-`identities`, `chat`, `autopilot`, and `outcomes` for what they answer and raise. Callers
+`identities`, `chat`, `autopilot`, `votes` (quorum), `ladder` (escalation), `settings`
+(a team's approval settings), and `outcomes` for what they answer and raise. Callers
 use the package: `services.request_submit(...)`.
 """
 
@@ -48,6 +49,7 @@ from approvals.services.identities import (
     personal_token_touch,
     token_hash,
 )
+from approvals.services.ladder import request_ladder_step
 from approvals.services.outcomes import (
     AUDIT_UNAVAILABLE,
     MAX_ANSWER_MESSAGE_CHARS,
@@ -62,6 +64,7 @@ from approvals.services.outcomes import (
 )
 from approvals.services.pauses import PAUSE_TOOL, RESUME_TOOL, pause_lift, pause_set
 from approvals.services.rules import rule_create, rule_delete, rule_update, rule_validate
+from approvals.services.settings import team_group_set, team_settings_update
 from approvals.services.submit import REPLAY_WINDOW, SAFETY_FLOOR_DETAIL, request_submit
 
 __all__ = [
@@ -119,6 +122,7 @@ __all__ = [
     "request_defer",
     "request_expire",
     "request_join_prompt",
+    "request_ladder_step",
     "request_record_denied_by_agent",
     "request_record_result",
     "request_submit",
@@ -126,5 +130,7 @@ __all__ = [
     "rule_delete",
     "rule_update",
     "rule_validate",
+    "team_group_set",
+    "team_settings_update",
     "token_hash",
 ]

@@ -28,6 +28,7 @@ from approvals.models import (
     RequestState,
     RuleScope,
 )
+from approvals.quorum import Requirement
 from approvals.services.autopilot import autopilot_after_allow, autopilot_demote
 from approvals.services.outcomes import (
     AUDIT_UNAVAILABLE,
@@ -40,6 +41,7 @@ from approvals.services.outcomes import (
     ServiceError,
 )
 from approvals.services.rules import rule_create
+from approvals.services.votes import approvers_so_far, request_vote
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +110,8 @@ def request_decide(
     finally:
         if claim is not None:
             claim.release()
-    if result.won and reason_type == "user" and behavior == "allow":
+    if result.won and result.vote is None and reason_type == "user" and behavior == "allow":
+        # Never after a quorum: what needs several people must never become a rule.
         autopilot_after_allow(result.request)
     return result
 
@@ -219,13 +222,27 @@ def _decide_fenced(
     remember_hours: float | None,
     reason: dict[str, Any],
 ) -> DecideResult:
+    if loaded is None:
+        loaded = PermissionRequest.objects.select_related("agent").get(pk=request_id)
+    requirement = Requirement.of(loaded)
+    if requirement is not None and behavior == "allow":
+        return request_vote(
+            loaded,
+            requirement,
+            user=user,
+            surface=surface,
+            reason_type=reason["type"],
+            remember=remember,
+            updated_input=updated_input,
+        )
+    if requirement is not None:
+        # One deny ends a quorum; its row names whoever had approved.
+        reason["approvers"] = approvers_so_far(loaded)
     try:
-        if loaded is None:
-            loaded = PermissionRequest.objects.select_related("agent").get(pk=request_id)
         with transaction.atomic():
-            request = _fence(loaded, RequestState.DECIDED, before_deadline=True)
+            request = fence(loaded, RequestState.DECIDED, before_deadline=True)
             if request is None:
-                return _lost_or_overdue(request_id)
+                return lost_or_overdue(request_id)
             if (
                 behavior == "allow"
                 and updated_input is None
@@ -258,7 +275,7 @@ def _decide_fenced(
     return DecideResult(True, request, decision)
 
 
-def _lost_or_overdue(request_id: uuid.UUID | str) -> DecideResult:
+def lost_or_overdue(request_id: uuid.UUID | str) -> DecideResult:
     """A person's decision that lost: to an earlier outcome, or to the deadline it came after.
 
     A decision after `deadline_at` never counts, even before the sweeper's next pass:
@@ -271,7 +288,7 @@ def _lost_or_overdue(request_id: uuid.UUID | str) -> DecideResult:
     return DecideResult(False, current, selectors.decision_for(current))
 
 
-def _fence(request: PermissionRequest, new_state: str, *, before_deadline: bool = False) -> PermissionRequest | None:
+def fence(request: PermissionRequest, new_state: str, *, before_deadline: bool = False) -> PermissionRequest | None:
     """Move a pending request to `new_state`; None if someone else got there first.
 
     - `request` as read before: only the conditional update decides, and what it
@@ -368,7 +385,7 @@ def _finish_without_person(
 ) -> DecideResult:
     try:
         with transaction.atomic():
-            fenced = _fence(request, state)
+            fenced = fence(request, state)
             if fenced is None:
                 current = PermissionRequest.objects.get(pk=request.pk)
                 return DecideResult(False, current, selectors.decision_for(current))

@@ -51,3 +51,7 @@ class DecideResult:
     decision: Decision | None
     # Who holds the claim when the loser arrived before the winner's row committed.
     holder: str = ""
+    # A counted approval toward a quorum (its audit row), and how far the quorum got:
+    # "1 of 2 — alice approved". `decision` is set too once this vote completed it.
+    vote: Decision | None = None
+    progress: str = ""

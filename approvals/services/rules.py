@@ -46,11 +46,14 @@ def rule_create(
     session_id: str = "",
     expires_at: datetime | None = None,
     ask_timeout: int | None = None,
+    approvals_required: int = 1,
+    approver_group: str = "",
     created_by: User | None = None,
     note: str = "",
 ) -> Rule:
     text = _validated_rule(rule, behavior, source)
     _check_scope(scope, agent, project_path, session_id)
+    _check_quorum(behavior, approvals_required, approver_group)
     return Rule.objects.create(
         rule=text,
         behavior=behavior,
@@ -62,6 +65,8 @@ def rule_create(
         session_id=session_id,
         expires_at=expires_at,
         ask_timeout=ask_timeout,
+        approvals_required=approvals_required,
+        approver_group=approver_group,
         created_by=created_by,
         note=note,
     )
@@ -91,6 +96,7 @@ def rule_update(*, rule: Rule, rule_text: str | None = None, **changes: Any) -> 
         setattr(rule, name, value)
     rule.rule = _validated_rule(rule.rule, rule.behavior, rule.source)
     _check_scope(rule.scope, rule.agent, rule.project_path, rule.session_id)
+    _check_quorum(rule.behavior, rule.approvals_required, rule.approver_group)
     rule.save()
     return rule
 
@@ -108,3 +114,14 @@ def _check_scope(scope: str, agent: Agent | None, project_path: str, session_id:
         raise ServiceError("a rule with scope 'project' needs a project_path")
     if scope == RuleScope.SESSION and not session_id:
         raise ServiceError("a rule with scope 'session' needs a session_id")
+
+
+MAX_APPROVALS = 10
+
+
+def _check_quorum(behavior: str, approvals_required: int, approver_group: str) -> None:
+    """A quorum belongs to ask rules: an allow or deny rule never waits for anyone."""
+    if not 1 <= approvals_required <= MAX_APPROVALS:
+        raise ServiceError(f"approvals_required must be between 1 and {MAX_APPROVALS}, not {approvals_required}")
+    if behavior != RuleBehavior.ASK and (approvals_required != 1 or approver_group):
+        raise ServiceError("approvals_required and approver_group apply to ask rules only")

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 import policy
 import policy.learning
-from approvals import events, selectors, why
+from approvals import events, quorum, selectors, why
 from approvals.audit import append_decision, input_hash
 from approvals.engine_input import engine_input
 from approvals.extensions import PreDecisionWork, registry
@@ -33,8 +33,10 @@ from approvals.models import (
     RequestState,
     RuleSource,
     SessionDenials,
+    TeamSettings,
 )
-from approvals.rule_cache import compiled_rules_for
+from approvals.quorum import Requirement, RuleQuorum
+from approvals.rule_cache import compiled_rules_for, quorum_rules_for
 from approvals.services.outcomes import AUDIT_UNAVAILABLE, AuditUnavailable, SubmitResult, ToolUseIdReused
 from policy.tools import canonical_rule_tool
 
@@ -138,6 +140,8 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
     floor = call.get("safety_floor")
     if isinstance(floor, dict) and verdict.behavior == "allow":
         verdict = _for_a_person(verdict)
+    team_settings = selectors.team_settings(agent.team_id)
+    verdict, requirement = _quorum(agent, doc, verdict, team_settings)
     if verdict.behavior == "ask" and selectors.pending_count(agent) >= settings.GATEHOUSE_MAX_PENDING_PER_AGENT:
         verdict = _over_pending_limit(verdict)
     engine_ms = (time.perf_counter() - started) * 1000
@@ -163,8 +167,10 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
             bool(call.get("permission_prompt")),
         ),
     )
+    if verdict.behavior == "ask":
+        _plan_ask(request, verdict, timeouts, team_settings, requirement)
     try:
-        return _store_submission(agent, request, verdict, engine_ms, timeouts, saved_denials)
+        return _store_submission(agent, request, verdict, engine_ms, saved_denials)
     except IntegrityError:
         # A concurrent replay of the same tool_use_id won the insert.
         existing = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id)
@@ -316,7 +322,6 @@ def _store_submission(
     request: PermissionRequest,
     verdict: policy.Decision,
     engine_ms: float,
-    timeouts: dict[str, int],
     saved_denials: dict[str, Any] | None,
 ) -> SubmitResult:
     now = timezone.now()
@@ -324,7 +329,6 @@ def _store_submission(
         if request.session_id and verdict.denial_state != (saved_denials or {}):
             _save_denial_state(agent, request.session_id, verdict.denial_state)
         if verdict.behavior == "ask":
-            request.deadline_at = now + timedelta(seconds=_ask_timeout(verdict, timeouts))
             request.save(force_insert=True)
             events.announce_created(request)
             return SubmitResult(request, None, created=True)
@@ -346,10 +350,102 @@ def _store_submission(
     return SubmitResult(request, decision, created=True)
 
 
-def _ask_timeout(verdict: policy.Decision, timeouts: dict[str, int]) -> int:
+def ask_timeout(verdict: policy.Decision, timeouts: dict[str, int], team_settings: TeamSettings) -> int:
+    """The ask's one deadline, in seconds: the first that applies of the matching rule's
+    `ask_timeout`, the team's setting, `GATEHOUSE_ASK_TIMEOUT`."""
     reason = verdict.reason
     key = f"{reason.get('source', '')}:{reason.get('rule', '')}"
-    return int(timeouts.get(key) or settings.GATEHOUSE_ASK_TIMEOUT)
+    return int(timeouts.get(key) or team_settings.ask_timeout or settings.GATEHOUSE_ASK_TIMEOUT)
+
+
+def deferred_timeout(team_settings: TeamSettings) -> int:
+    """A deferred headless ask's deadline, in seconds: the team's, else `GATEHOUSE_DEFERRED_TIMEOUT`."""
+    return int(team_settings.deferred_timeout or settings.GATEHOUSE_DEFERRED_TIMEOUT)
+
+
+def _plan_ask(
+    request: PermissionRequest,
+    verdict: policy.Decision,
+    timeouts: dict[str, int],
+    team_settings: TeamSettings,
+    requirement: Requirement | None,
+) -> None:
+    """The ask's deadline, its ladder steps (each strictly inside the deadline), its quorum."""
+    now = timezone.now()
+    seconds = ask_timeout(verdict, timeouts, team_settings)
+    request.deadline_at = now + timedelta(seconds=seconds)
+    ladder: dict[str, Any] = {}
+    if team_settings.remind_after and team_settings.remind_after < seconds:
+        request.remind_at = now + timedelta(seconds=team_settings.remind_after)
+        ladder["remind_after"] = team_settings.remind_after
+    if team_settings.escalate_after and team_settings.escalate_after < seconds and team_settings.on_call_group:
+        request.escalate_at = now + timedelta(seconds=team_settings.escalate_after)
+        ladder.update(escalate_after=team_settings.escalate_after, on_call_group=team_settings.on_call_group)
+    if ladder:
+        request.evaluation["ladder"] = ladder
+    if requirement is not None:
+        request.evaluation["quorum"] = requirement.to_dict()
+        request.evaluation["reserved"] = True  # only people complete a quorum
+
+
+def _quorum(
+    agent: Agent, doc: dict[str, Any], verdict: policy.Decision, team_settings: TeamSettings
+) -> tuple[policy.Decision, Requirement | None]:
+    """What the call needs of people (docs/POLICY.md, "Quorum"), and the verdict that follows.
+
+    A call a risk class covers is never allowed without people: an allow from a rule
+    (one saved from a grant or by the autopilot included), a mode, a hook or a
+    classifier becomes an ask, or a deny where nobody can be asked.
+    """
+    if verdict.behavior == "deny":
+        return verdict, None
+    asked = verdict.behavior == "ask"
+    matched = (
+        [q for q, compiled in quorum_rules_for(agent, doc["session_id"], doc["cwd"]) if _matches(doc, q, compiled)]
+        if asked
+        else []
+    )
+    requirement = quorum.requirement_for(
+        team_settings,
+        asked=asked,
+        matched=matched,
+        destructive=bool(verdict.destructive_warning),
+        protected_path=verdict.reason.get("type") == "safetyCheck",
+    )
+    if requirement is None or asked:
+        return verdict, requirement
+    return _for_people(verdict, requirement, doc), requirement
+
+
+def _matches(doc: dict[str, Any], rule: RuleQuorum, compiled: policy.CompiledRules) -> bool:
+    """Whether this ask rule alone matches the call (hooks and classifier left out)."""
+    alone = {key: value for key, value in doc.items() if key != "classifier_verdict"}
+    alone["pre_tool_use_hooks"] = []
+    reason = policy.decide(alone, rules=compiled).reason
+    return reason.get("type") == "rule" and reason.get("rule") == rule.rule
+
+
+def _for_people(verdict: policy.Decision, requirement: Requirement, doc: dict[str, Any]) -> policy.Decision:
+    """An allow that a risk class covers, turned into an ask (a deny where nobody can be asked)."""
+    needs = f"{requirement.required} approval{'s' if requirement.required > 1 else ''}"
+    detail = f"quorum: {', '.join(requirement.covered_by)} calls need {needs} from people"
+    step = {"step": "quorum", "result": "ask", "required": requirement.required, "overrides": verdict.reason}
+    nobody = doc.get("context") == "headless" or doc.get("mode") == "dontAsk"
+    message = (
+        f"This call needs {needs} from people ({', '.join(requirement.covered_by)}), and this session cannot "
+        "wait for them, so it was denied."
+        if nobody
+        else f"This call needs {needs} from people ({', '.join(requirement.covered_by)})."
+    )
+    return dataclasses.replace(
+        verdict,
+        behavior="deny" if nobody else "ask",
+        reason={"type": "other", "detail": detail},
+        message=message,
+        updated_input=None,
+        reserved=True,
+        trace=[*verdict.trace, {**step, "result": "deny" if nobody else "ask"}],
+    )
 
 
 def _save_denial_state(agent: Agent, session_id: str, state: dict[str, Any]) -> None:

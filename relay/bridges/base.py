@@ -28,10 +28,10 @@ from django.db import close_old_connections, connection
 from django.utils.crypto import salted_hmac
 from prometheus_client import Counter
 
-from approvals import permissions, questions
+from approvals import permissions, questions, quorum
 from approvals import selectors as approval_selectors
 from approvals import services as approval_services
-from approvals.models import Decision, PermissionRequest, RequestState
+from approvals.models import AuditKind, Decision, PermissionRequest, RequestState
 from approvals.services import AuditUnavailable, DecideResult, ServiceError
 from relay import race
 from relay.bridges import selectors, services
@@ -211,6 +211,30 @@ def already_decided_text(request: PermissionRequest, decision: Decision | None, 
     return f"{text[:1].upper()}{text[1:]}."
 
 
+def progress_lines(request: PermissionRequest) -> list[str]:
+    """The quorum's progress ("1 of 2 — alice approved") and the ladder's steps, for a chat card."""
+    progress = quorum.progress_of(request)
+    if progress is None:
+        return []
+    lines = [f"Approvals: {progress.sentence()}"] if progress.required > 1 else []
+    return lines + [step[:1].upper() + step[1:] for step in progress.steps]
+
+
+NUDGES = {
+    AuditKind.REMINDER: "⏰ Reminder: this call is still waiting for a person",
+    AuditKind.ESCALATION: "🚨 Escalated to {group}: this call is still waiting for a person",
+}
+
+
+def nudge_text(request: PermissionRequest, row: Decision) -> str:
+    """The message a ladder step posts under the card, so the people it names are notified."""
+    text = NUDGES[AuditKind(row.kind)].format(group=(row.reason or {}).get("group") or "on call")
+    progress = quorum.progress_of(request)
+    if progress is not None and progress.required > 1:
+        text += f" ({progress.sentence()})"
+    return f"{text}: {request.tool_name} from {request.agent.name}."
+
+
 OUTCOME_ICONS = {"expired": "⌛", "cancelled": "↩️", "allow": "✅", "deny": "⛔"}
 
 
@@ -347,6 +371,8 @@ def apply_press(press: Press, approvers_for: ApproversFor) -> PressOutcome:
             False, False, already_decided_text(result.request, result.decision, result.holder), result.request
         )
     APPLIED_PRESSES.labels(press.surface, "won").inc()
+    if result.decision is None and result.vote is not None:
+        return PressOutcome(True, False, f"Approved: {result.progress}.", result.request)
     return PressOutcome(True, False, f"{action_label(request, press.action)}: done.", result.request)
 
 
@@ -588,6 +614,14 @@ class ChatBridge:
         """Replace the buttons with the outcome."""
         raise NotImplementedError
 
+    def refresh_card(self, message: SurfaceMessage, request: PermissionRequest) -> None:
+        """Re-render a pending card in place, buttons kept (a vote, a ladder step)."""
+        raise NotImplementedError
+
+    def post_nudge(self, message: SurfaceMessage, text: str) -> None:
+        """Post a short message under the card (a reminder, an escalation), which notifies people."""
+        raise NotImplementedError
+
     # Announcer --------------------------------------------------------------------------
 
     def request_created(self, request: PermissionRequest) -> None:
@@ -599,6 +633,11 @@ class ChatBridge:
 
     def request_finished(self, request: PermissionRequest, decision: Decision) -> None:
         self.queue.put(Job("", lambda: self._finalise(request.pk), f"finalise {request.pk}"))
+
+    def request_updated(self, request: PermissionRequest, row: Decision) -> None:
+        """A vote or a ladder step: the card shows it; a ladder step also nudges the chat."""
+        nudge = nudge_text(request, row) if row.kind in (AuditKind.REMINDER, AuditKind.ESCALATION) else ""
+        self.queue.put(Job("", partial(self._refresh, request.pk, nudge), f"refresh {request.pk}"))
 
     # jobs (run on the sender thread) ------------------------------------------------------
 
@@ -629,6 +668,19 @@ class ChatBridge:
             return
         self.edit_card(message, request, decision)
         services.surface_message_finalise(message_pk)
+
+    def _refresh(self, request_id: uuid.UUID, nudge: str) -> None:
+        for message in selectors.unfinalised_messages(request_id, [self.name]):
+            self.queue.put(Job(message.channel, partial(self._refresh_one, message.pk, nudge), f"refresh {request_id}"))
+
+    def _refresh_one(self, message_pk: int, nudge: str) -> None:
+        message = selectors.surface_message(message_pk)
+        request = approval_selectors.request_get(message.request_id) if message is not None else None
+        if message is None or request is None or request.state != RequestState.PENDING:
+            return  # over meanwhile: the outcome's edit replaces the card
+        self.refresh_card(message, request)
+        if nudge:
+            self.post_nudge(message, nudge)
 
     def message_surfaces(self) -> list[str]:
         """The `SurfaceMessage.surface` values this bridge edits when a request is over."""

@@ -46,6 +46,7 @@ from relay.bridges.base import (
     excerpt_for,
     grant_shown,
     outcome_text,
+    progress_lines,
     refuse,
     request_url,
     sign_action,
@@ -124,6 +125,10 @@ def card_blocks(request: PermissionRequest, *, outcome: str = "") -> list[dict[s
         shown = mrkdwn_escape(grant) if "`" in grant else f"`{mrkdwn_escape(grant)}`"
         saves = f"“Allow for session” / “Always allow” save {shown}"
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": saves}]})
+    progress = progress_lines(request)
+    if progress and not outcome:
+        text = "\n".join(f":busts_in_silhouette: {mrkdwn_escape(line)}" for line in progress)
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": text}]})
     label = "Input cut — full request in Gatehouse" if excerpt.truncated else "Open in Gatehouse"
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"<{request_url(request.pk)}|{label}>"}]})
     if outcome:
@@ -245,6 +250,18 @@ class SlackBridge(ChatBridge):
             text=f"{summary(request)} — {outcome}",
             blocks=card_blocks(request, outcome=outcome),
         )
+
+    def refresh_card(self, message: SurfaceMessage, request: PermissionRequest) -> None:
+        self._call(
+            "chat.update",
+            channel=message.channel,
+            ts=message.message_id,
+            text=summary(request),
+            blocks=card_blocks(request),
+        )
+
+    def post_nudge(self, message: SurfaceMessage, text: str) -> None:
+        self._call("chat.postMessage", channel=message.channel, thread_ts=message.message_id, text=text)
 
     def _ephemeral(self, channel: str, user: str, text: str) -> Job:
         call = partial(self._call, "chat.postEphemeral", channel=channel, user=user, text=text)

@@ -52,6 +52,7 @@ from relay.bridges.base import (
     excerpt_for,
     grant_shown,
     outcome_text,
+    progress_lines,
     refuse,
     request_url,
     sign_action,
@@ -178,6 +179,7 @@ def card_html(request: PermissionRequest) -> str:
     grant = grant_shown(request)
     if grant:
         lines.append(f"“Allow for session” / “Always allow” save <code>{esc(grant)}</code>")
+    lines += [f"👥 {esc(line)}" for line in progress_lines(request)]
     link = request_url(request.pk)
     label = "Input cut — full request in Gatehouse" if excerpt.truncated else "Open in Gatehouse"
     lines.append(f'<a href="{esc(link, quote=True)}">{label}</a>')
@@ -267,6 +269,29 @@ class TelegramBridge(ChatBridge):
         except BadRequest as exc:
             if "not modified" not in str(exc).lower():  # another process already edited it
                 raise
+
+    def refresh_card(self, message: SurfaceMessage, request: PermissionRequest) -> None:
+        try:
+            self.sender.call(
+                self.sender.bot.edit_message_text(
+                    chat_id=message.channel,
+                    message_id=int(message.message_id),
+                    text=card_html(request),
+                    parse_mode=ParseMode.HTML,
+                    reply_markup=keyboard(request),
+                    disable_web_page_preview=True,
+                )
+            )
+        except BadRequest as exc:
+            if "not modified" not in str(exc).lower():  # another process already showed it
+                raise
+
+    def post_nudge(self, message: SurfaceMessage, text: str) -> None:
+        self.sender.call(
+            self.sender.bot.send_message(
+                chat_id=message.channel, text=text, reply_to_message_id=int(message.message_id)
+            )
+        )
 
     def _toast(self, callback_id: str, text: str) -> Job:
         def run() -> None:

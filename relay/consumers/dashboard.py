@@ -206,6 +206,13 @@ class DashboardConsumer(GatehouseConsumer):
         if card is not None and html is not None:
             await self.send_json({"type": "request.created", "id": card.id, "html": card_within_limit(card.id, html)})
 
+    async def request_updated(self, event: dict[str, Any]) -> None:
+        # A quorum vote or a ladder step: the card, re-rendered ("1 of 2 — alice approved").
+        card = await fanout.CARDS.card(event)
+        html = card.html_for(self.user) if card is not None else None
+        if card is not None and html is not None:
+            await self.send_json({"type": "request.updated", "id": card.id, "html": html})
+
     async def request_finished(self, event: dict[str, Any]) -> None:
         card = await fanout.CARDS.card(event)
         html = card.html_for(self.user) if card is not None else None

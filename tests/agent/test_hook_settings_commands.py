@@ -57,9 +57,20 @@ class InstallClaudeHooksTests:
             "Stop",
         }
         ours = doc["hooks"]["PreToolUse"][1]["hooks"][0]
-        assert "--server http://gh.test:8000" in ours["command"] and "--timeout 300" in ours["command"]
+        # The hook outwaits the longest deadline (300 s by default), so it hears the deadline's answer.
+        assert "--server http://gh.test:8000" in ours["command"] and "--timeout 315" in ours["command"]
         # Claude Code's own timeout outlives the hook's, or a slow answer becomes "no decision".
-        assert ours["timeout"] > 300
+        assert ours["timeout"] > 315
+
+    def test_the_hook_outwaits_the_longest_deadline_a_team_or_rule_sets(self, tmp_path: Path) -> None:
+        from approvals import services
+
+        team = services.default_team()
+        services.team_settings_update(team=team, ask_timeout=900)
+        services.rule_create(rule="Bash(rm:*)", behavior="ask", source="localSettings", team=team, ask_timeout=1200)
+        path = tmp_path / "settings.json"
+        ours = install(path)["hooks"]["PreToolUse"][0]["hooks"][0]
+        assert "--timeout 1215" in ours["command"] and ours["timeout"] > 1215
 
     def test_it_is_idempotent(self, tmp_path: Path) -> None:
         path = tmp_path / "settings.json"
@@ -80,7 +91,7 @@ class InstallClaudeHooksTests:
         path = tmp_path / ".claude" / "settings.local.json"
         doc = install(path, "--events", "PermissionRequest", "--curl")
         assert list(doc["hooks"]) == ["PermissionRequest"]
-        assert our_commands(doc)[0].startswith("curl -sS --max-time 300")
+        assert our_commands(doc)[0].startswith("curl -sS --max-time 315")
 
     def test_it_refuses_to_overwrite_invalid_json(self, tmp_path: Path) -> None:
         path = tmp_path / "settings.json"

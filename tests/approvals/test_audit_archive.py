@@ -92,7 +92,7 @@ class AuditArchiveTests:
         archive("2999-01-01", tmp_path)
         path = tmp_path / AuditCut.objects.get().file_name
         header, *lines = archived_lines(path)
-        assert lines[1]["format"] == 2
+        assert lines[1]["format"] == 3
         lines[1]["fields"]["request"]["tool_input"] = {"command": "true"}
         with gzip.open(path, "wt", encoding="utf-8") as out:
             out.writelines(json.dumps(row) + "\n" for row in (header, *lines))

@@ -59,6 +59,7 @@ DECISION_COLUMNS = [
     ("latency_ms", 1234.5),
     ("created_at", "2020-01-01 00:00:00"),
     ("format", 1),
+    ("kind", "vote"),  # an outcome relabelled as a quorum vote, or the other way round
 ]
 
 
@@ -130,7 +131,7 @@ class AuditCoverageTests:
 
     def test_it_writes_new_rows_at_the_current_format(self, alice: Any, ci_bot: Any) -> None:
         row = decide(ci_bot.agent, alice, "cover_0")
-        assert Decision.objects.get(pk=row.pk).format == 2
+        assert Decision.objects.get(pk=row.pk).format == 3
 
 
 @pytest.mark.django_db

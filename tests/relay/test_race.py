@@ -167,4 +167,4 @@ class CoordinatorQueueTests:
         assert first["classifier"] - first["hook"] >= 0.3
         request.refresh_from_db()
         assert request.state == "decided"
-        assert request.decision.decided_by == "classifier llm"
+        assert request.decision is not None and request.decision.decided_by == "classifier llm"

@@ -140,7 +140,7 @@ class PermissionRequestWebhookTests:
             request = _wait_for_state(request)
         assert request.state == "decided"
         decision = request.decision
-        assert decision.behavior == "allow"
+        assert decision is not None and decision.behavior == "allow"
         assert decision.decided_by == "webhook approver-bot" and decision.surface == "webhook"
         assert decision.reason_type == "hook"
         assert decision.updated_input == {"command": "rm -rf build/"}

@@ -18,6 +18,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agent import install
 from agent.install import GATES, TIMEOUT_MARGIN, http_hook, with_ours, without_ours, write_settings
+from approvals import selectors
+
+# How long past the server's longest deadline the hook keeps waiting for its answer.
+DEADLINE_MARGIN = 15
 
 
 def hook_command(options: dict[str, Any]) -> str | dict[str, Any]:
@@ -86,7 +90,10 @@ class Command(BaseCommand):
             "posts itself (no process per call, no facts: path rules ask); curl: curl as the command",
         )
         parser.add_argument(
-            "--timeout", type=int, default=300, help="seconds the hook waits for a person (default 300)"
+            "--timeout",
+            type=int,
+            default=None,
+            help="seconds the hook waits for a person (default: past the longest ask deadline the server sets)",
         )
         parser.add_argument(
             "--on-timeout",
@@ -114,8 +121,18 @@ class Command(BaseCommand):
             write_settings(path, without_ours(doc))
             self.stdout.write(f"Removed Gatehouse's hooks from {path}.")
             return
+        longest = selectors.longest_ask_deadline()
+        if options["timeout"] is None:
+            # Past every deadline the server may set, so the hook hears the deadline's
+            # decision (and the ladder's steps happen while it waits) instead of giving up.
+            options["timeout"] = longest + DEADLINE_MARGIN
         if options["timeout"] < 1:
             raise CommandError("--timeout must be at least 1 second")
+        if options["timeout"] <= longest:
+            self.stderr.write(
+                f"Warning: asks may wait up to {longest} s (the longest deadline set now); "
+                f"the hook gives up after {options['timeout']} s."
+            )
         if options["curl"]:
             options["transport"] = "curl"
         events = options["events"] or list(GATES[options["gate"]])

@@ -86,3 +86,33 @@ class LiveQueueTests:
         page.wait_for_selector(f"#req-{req.pk}[data-state='expired']", timeout=5_000)
         assert "Timed out" in page.inner_text(f"#req-{req.pk} .outcome")
         assert page.locator(f"#req-{req.pk} button").count() == 0
+
+
+class QuorumQueueTests:
+    def test_two_browsers_vote_on_one_ask_that_needs_both(self, page_for: Any, alice: Any, ci_bot: Any) -> None:
+        from approvals import services
+        from tests.conftest import _person
+
+        carol = _person("carol", ci_bot.agent.team, "approver")
+        services.rule_create(
+            rule="Bash(rm:*)", behavior="ask", source="localSettings", team=ci_bot.agent.team, approvals_required=2
+        )
+        alice_page, carol_page = page_for(alice), page_for(carol)
+        wait_live(alice_page)
+        wait_live(carol_page)
+        req = ask(ci_bot.agent)
+        card = f"#req-{req.pk}"
+        carol_page.wait_for_selector(f"{card} .quorum:has-text('0 of 2 — no approvals yet')", timeout=5_000)
+
+        alice_page.click(f"{card} button[value='once']")
+        # Carol's card is pushed again with Alice's vote; it is still hers to decide.
+        carol_page.wait_for_selector(f"{card} .quorum:has-text('1 of 2 — alice approved')", timeout=5_000)
+        assert carol_page.get_attribute(card, "data-state") == "pending"
+
+        carol_page.click(f"{card} button[value='once']")
+        for page in (alice_page, carol_page):
+            page.wait_for_selector(f"{card}[data-state='decided'] .decider:text-is('alice and carol')", timeout=5_000)
+        from approvals import selectors
+
+        rows = in_thread(lambda: list(selectors.audit_rows({}, alice).values_list("kind", flat=True)))
+        assert rows[:3] == ["decision", "vote", "vote"]

@@ -110,7 +110,7 @@ def ask(agent: Any, command: str = "rm -rf build", **extra: Any) -> Any:
 def decision_of(request: Any) -> Any:
     from approvals.models import Decision
 
-    return Decision.objects.filter(request_id=request.pk).first()
+    return Decision.objects.filter(request_id=request.pk, kind="decision").first()
 
 
 def wait_until(predicate: Any, timeout: float = 15.0) -> Any:
