@@ -37,7 +37,10 @@ def check_voter(request: PermissionRequest, requirement: Requirement, user: User
     """
     needs = f"{requirement.required} approval{'s' if requirement.required > 1 else ''}"
     if user is None or reason_type != "user":
-        raise ServiceError(f"Only people can approve this call: it needs {needs} from people.")
+        raise ServiceError(
+            f"Only people known to Gatehouse can approve this call: it needs {needs} from distinct people. "
+            "Link your chat account on your Gatehouse profile, or approve it on the dashboard."
+        )
     if requirement.exclude_owner and request.agent.owner_id == user.pk:
         raise ServiceError("You own this agent, so your approval does not count toward its quorum.")
     on_call = selectors.team_settings(request.team_id).on_call_group

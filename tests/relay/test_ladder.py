@@ -20,6 +20,10 @@ from tests.relay.bridges.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# A bound, not a pause: a sweeper process starts in a second, but under a full test run on
+# a shared 2-core machine its imports have taken far longer.
+SWEEPER_TIMEOUT = 60.0
+
 CALL = {"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}, "session_id": "s1", "cwd": "/repo"}
 
 
@@ -60,14 +64,14 @@ class LadderSweeperTests:
         request = services.request_submit(agent=ci_bot.agent, call={**CALL, "tool_use_id": "s1"}).request
         with sweeper_process(interval=0.2):
             now_due(request, "remind_at")
-            wait_until(lambda: AuditKind.REMINDER in kinds(request))
+            wait_until(lambda: AuditKind.REMINDER in kinds(request), SWEEPER_TIMEOUT)
         # A new sweeper process carries on from the rows: the next step, then the deadline.
         with sweeper_process(interval=0.2), sweeper_process(interval=0.2):
             now_due(request, "escalate_at")
-            wait_until(lambda: AuditKind.ESCALATION in kinds(request))
+            wait_until(lambda: AuditKind.ESCALATION in kinds(request), SWEEPER_TIMEOUT)
             card = render_card(PermissionRequest.objects.get(pk=request.pk), alice)
             now_due(request, "deadline_at")
-            wait_until(lambda: AuditKind.DECISION in kinds(request))
+            wait_until(lambda: AuditKind.DECISION in kinds(request), SWEEPER_TIMEOUT)
         assert kinds(request) == ["reminder", "escalation", "decision"]
         timeout = Decision.objects.get(request_id=request.pk, kind=AuditKind.DECISION)
         assert (timeout.behavior, timeout.reason_type) == ("deny", "timeout")

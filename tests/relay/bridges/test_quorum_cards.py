@@ -28,7 +28,9 @@ class TelegramQuorumTests:
     def test_a_press_counts_as_one_vote_and_the_card_shows_it_until_the_quorum_allows(
         self, fake_tg, telegram_bridge, telegram_poller, ci_bot, alice, two_approvals
     ):
-        ChatIdentity.objects.create(user=alice, provider="telegram", external_id=str(ALICE_TG))
+        ChatIdentity.objects.create(
+            user=alice, provider="telegram", external_id=str(ALICE_TG), proven_at=timezone.now()
+        )
         request = ask(ci_bot.agent)
         card = fake_tg.wait_for(lambda: fake_tg.card_for("ci-bot"))
         assert [b["text"] for b in card.buttons] == ["Allow once", "Deny"]  # no grant: each approves once

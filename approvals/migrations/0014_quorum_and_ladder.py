@@ -38,7 +38,7 @@ def name_outcomes(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("approvals", "0012_personal_token_expiry"),
+        ("approvals", "0013_chat_link_codes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
