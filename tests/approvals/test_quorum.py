@@ -183,3 +183,29 @@ class TeamQuorumTests:
         request = submit(ci_bot.agent, tool_input={"command": "npm publish"}).request
         assert request.evaluation["quorum"]["required"] == 2
         assert request.evaluation["quorum"]["covered_by"] == ["team"]
+
+
+class TeamSettingsApiTests:
+    def test_a_team_admin_changes_the_settings_and_an_approver_may_only_read_them(self, default_team, alice):
+        from tests.approvals.conftest import person_api
+
+        admin = _person("ada", default_team, "admin")
+        url = "/api/v1/teams/default/settings"
+        assert person_api(alice).get(url).json()["approvals_required"] == 1
+        assert person_api(alice).call("patch", url, {"approvals_required": 2}).status_code == 403
+        changed = person_api(admin).call("patch", url, {"approvals_required": 2, "remind_after": 60})
+        assert changed.status_code == 200, changed.content
+        assert (changed.json()["approvals_required"], changed.json()["remind_after"]) == (2, 60)
+        outside = person_api(admin).call("patch", url, {"escalate_after": 400})  # past the 300 s default deadline
+        assert outside.status_code == 400 and "inside the deadline" in outside.content.decode()
+        group = person_api(admin).call("put", "/api/v1/teams/default/groups/leads", {"members": ["alice"]})
+        assert group.json()["groups"] == {"leads": ["alice"]}
+
+    def test_a_quorum_belongs_to_ask_rules(self, default_team, alice):
+        from tests.approvals.conftest import person_api
+
+        api = person_api(alice)
+        bad = api.post("/api/v1/rules", {"rule": "Bash(ls)", "behavior": "allow", "approvals_required": 2})
+        assert bad.status_code == 400 and "ask rules only" in bad.content.decode()
+        good = api.post("/api/v1/rules", {"rule": "Bash(rm:*)", "behavior": "ask", "approvals_required": 2})
+        assert (good.status_code, good.json()["approvals_required"]) == (201, 2)
