@@ -302,6 +302,9 @@ class PermissionRequestDecideApi(ApiView):
             return audit_unavailable()
         if not result.won:
             return already_finished(result.request, result.decision, result.holder)
+        if result.decision is None and result.vote is not None:
+            # A counted approval toward a quorum: recorded, the call still pending.
+            return Response(RequestOutputSerializer(selectors.request_payload(result.request)).data, status=200)
         return request_response(result.request, result.decision)
 
 
@@ -360,7 +363,9 @@ class PermissionRequestBatchDecideApi(ApiView):
         rows = [
             {
                 "won": result.won,
-                "message": result.request.outcome_sentence(result.decision, holder=result.holder, late=not result.won),
+                # A counted approval toward a quorum says how far it got: "1 of 2 — alice approved".
+                "message": result.progress
+                or result.request.outcome_sentence(result.decision, holder=result.holder, late=not result.won),
                 "request": selectors.request_payload(result.request, result.decision),
             }
             for result in results

@@ -38,7 +38,7 @@ def name_outcomes(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("approvals", "0013_chat_link_codes"),
+        ("approvals", "0015_membership_admin_role"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
