@@ -209,3 +209,23 @@ class TeamSettingsApiTests:
         assert bad.status_code == 400 and "ask rules only" in bad.content.decode()
         good = api.post("/api/v1/rules", {"rule": "Bash(rm:*)", "behavior": "ask", "approvals_required": 2})
         assert (good.status_code, good.json()["approvals_required"]) == (201, 2)
+
+
+class TeamSettingsPageTests:
+    def test_a_team_admin_sets_the_ladder_and_groups_on_the_page(self, client, default_team, alice):
+        admin = _person("ada", default_team, "admin")
+        url = "/teams/default/settings/"
+        client.force_login(alice)
+        assert client.get(url).status_code == 403
+        client.force_login(admin)
+        assert client.get(url).status_code == 200
+        form = {"approvals_required": "2", "destructive_approvals": "0", "protected_path_approvals": "0"}
+        form |= {"remind_after": "60", "escalate_after": "120", "on_call_group": "on_call", "groups": "leads: alice"}
+        assert client.post(url, form).status_code == 302
+        from approvals import selectors
+
+        saved = selectors.team_settings(default_team.pk)
+        assert (saved.approvals_required, saved.remind_after, saved.escalate_after) == (2, 60, 120)
+        assert selectors.team_groups(default_team.pk) == {"leads": ["alice"]}
+        refused = client.post(url, {**form, "escalate_after": "30"})  # before the reminder
+        assert refused.status_code == 400 and "after remind_after" in refused.content.decode()
