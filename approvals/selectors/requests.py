@@ -169,6 +169,18 @@ def request_timeline(request: PermissionRequest, decision: Decision | None) -> l
     messages = getattr(request, "surface_messages", None)
     for message in messages.order_by("created_at") if messages is not None else []:
         steps.append({"step": "notified", "at": message.created_at, "detail": f"{message.surface} message"})
+    # Quorum votes and escalation ladder steps: audit rows of their own, before the decision.
+    on_the_way = Decision.objects.filter(request_id=request.pk).exclude(kind=AuditKind.DECISION).order_by("id")
+    for kind, decided_by, surface, at, reason in on_the_way.values_list(
+        "kind", "decided_by", "surface", "created_at", "reason"
+    ):
+        detail = {
+            AuditKind.VOTE: f"{decided_by} via {surface} ({reason.get('vote')} of {reason.get('of')})",
+            AuditKind.REMINDER: "the same people, still waiting",
+            AuditKind.ESCALATION: f"to the {reason.get('group') or 'on-call'} group",
+        }.get(AuditKind(kind), kind)
+        step = {AuditKind.VOTE: "approved", AuditKind.REMINDER: "reminded", AuditKind.ESCALATION: "escalated"}
+        steps.append({"step": step.get(AuditKind(kind), kind), "at": at, "detail": detail})
     if request.state == RequestState.PENDING:
         steps.append({"step": "waiting", "at": None, "detail": "no one has answered yet"})
         return steps

@@ -77,6 +77,13 @@ class QuorumRuleTests:
             ("decision", "allow", "alice and carol"),
         ]
         assert list(verify_chain()) == []
+        from approvals import selectors
+
+        timeline = selectors.request_timeline(second.request, second.decision)
+        assert [s["detail"] for s in timeline if s["step"] == "approved"] == [
+            "alice via web (1 of 2)",
+            "carol via slack (2 of 2)",
+        ]
 
     def test_one_deny_ends_it_and_names_who_had_approved(self, ci_bot, alice, carol):
         quorum_rule(ci_bot.agent.team)
