@@ -38,7 +38,7 @@ def name_outcomes(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("approvals", "0015_membership_admin_role"),
+        ("approvals", "0016_saved_audit_filters"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
