@@ -38,7 +38,7 @@ def name_outcomes(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("approvals", "0016_saved_audit_filters"),
+        ("approvals", "0017_pause"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
