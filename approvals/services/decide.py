@@ -471,7 +471,7 @@ def request_record_denied_by_agent(*, agent: Agent, call: dict[str, Any], reason
                 request.save(force_insert=True)
                 fenced: PermissionRequest | None = request
             else:
-                fenced = _fence(request, RequestState.DECIDED)
+                fenced = fence(request, RequestState.DECIDED)
                 if fenced is None:
                     current = PermissionRequest.objects.get(pk=request.pk)
                     return DecideResult(False, current, selectors.decision_for(current))

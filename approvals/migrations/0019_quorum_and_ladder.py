@@ -38,7 +38,7 @@ def name_outcomes(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("approvals", "0017_pause"),
+        ("approvals", "0018_request_call_context"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
