@@ -42,8 +42,6 @@ class Context(models.TextChoices):
 class Team(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    # How long a headless session's deferred ask (`on_timeout=defer`) waits for a person.
-    deferred_ask_timeout = models.PositiveIntegerField(default=24 * 3600)
 
     def __str__(self) -> str:
         return self.name

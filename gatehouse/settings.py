@@ -218,7 +218,7 @@ CACHES = {
 
 GATEHOUSE_ASK_TIMEOUT = env_int("GATEHOUSE_ASK_TIMEOUT", 300)
 # The deadline of a deferred headless ask when its team sets none (TeamSettings.deferred_timeout).
-GATEHOUSE_DEFERRED_TIMEOUT = env_int("GATEHOUSE_DEFERRED_TIMEOUT", 3600)
+GATEHOUSE_DEFERRED_TIMEOUT = env_int("GATEHOUSE_DEFERRED_TIMEOUT", 24 * 3600)
 
 # Signed checkpoints of the audit chain's head, outside the database (approvals.checkpoints).
 # The private key is for the sweeper and `audit_checkpoint` only: leave it unset (and

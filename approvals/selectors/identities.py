@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -37,6 +38,11 @@ def personal_tokens_of(user: Any) -> QuerySet[PersonalToken]:
 
 def agent_in_team(*, team_id: int, name: str) -> Agent | None:
     return Agent.objects.filter(team_id=team_id, name=name).first()
+
+
+def deferred_timeout(team_id: int) -> int:
+    """A deferred headless ask's deadline, in seconds: the team's, else `GATEHOUSE_DEFERRED_TIMEOUT`."""
+    return int(team_settings(team_id).deferred_timeout or settings.GATEHOUSE_DEFERRED_TIMEOUT)
 
 
 def team_settings(team_id: int) -> TeamSettings:

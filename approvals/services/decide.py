@@ -356,7 +356,7 @@ def request_defer(*, request: PermissionRequest) -> bool:
       `tool_use_id` and gets whatever a person decided meanwhile.
     - False when the request is no longer pending.
     """
-    deadline = request.created_at + timedelta(seconds=request.team.deferred_ask_timeout)
+    deadline = request.created_at + timedelta(seconds=selectors.deferred_timeout(request.team_id))
     if request.deadline_at is not None:
         deadline = max(deadline, request.deadline_at)
     evaluation = {**request.evaluation, "deferred": True}

@@ -204,7 +204,7 @@ def _same_call(existing: PermissionRequest, call: dict[str, Any]) -> PermissionR
     # A deferred call's answer waits for its session's resume, up to the team's deferred deadline.
     window = REPLAY_WINDOW
     if existing.evaluation.get("deferred"):
-        window = max(window, timedelta(seconds=existing.team.deferred_ask_timeout))
+        window = max(window, timedelta(seconds=selectors.deferred_timeout(existing.team_id)))
     recent = existing.state == RequestState.PENDING or (
         existing.decided_at is not None and timezone.now() - existing.decided_at < window
     )
@@ -356,11 +356,6 @@ def ask_timeout(verdict: policy.Decision, timeouts: dict[str, int], team_setting
     reason = verdict.reason
     key = f"{reason.get('source', '')}:{reason.get('rule', '')}"
     return int(timeouts.get(key) or team_settings.ask_timeout or settings.GATEHOUSE_ASK_TIMEOUT)
-
-
-def deferred_timeout(team_settings: TeamSettings) -> int:
-    """A deferred headless ask's deadline, in seconds: the team's, else `GATEHOUSE_DEFERRED_TIMEOUT`."""
-    return int(team_settings.deferred_timeout or settings.GATEHOUSE_DEFERRED_TIMEOUT)
 
 
 def _plan_ask(
