@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pkgutil
 import shlex
 import sys
 import tempfile
@@ -32,6 +33,11 @@ GATES = {
     "permission-request": tuple(event for event in EVENTS if event != "PreToolUse"),
 }
 MARKERS = ("gatehouse-hook", "agent/hook.py", "agent.hook", "/hooks/claude-code")
+# How long past the server's longest ask deadline the hook keeps waiting, so it hears
+# the deadline's own decision (and the ladder's steps happen while it waits).
+DEADLINE_MARGIN = 15
+# What the serving Gatehouse wrote into the bundle it served (`GET /agent/gatehouse-hook.pyz`).
+SERVER_DEFAULTS = "server_defaults.json"
 TIMEOUT_MARGIN = 30  # Claude Code's own timeout outlasts the hook's, so the hook answers
 
 
@@ -149,11 +155,26 @@ def write_settings(path: Path, doc: dict[str, Any]) -> None:
         raise
 
 
+def served_timeout(default: int = 300) -> int:
+    """The hook timeout the serving Gatehouse put in this bundle: past its longest ask deadline."""
+    try:
+        data = pkgutil.get_data("agent", SERVER_DEFAULTS)
+        timeout = json.loads(data or b"{}").get("timeout")
+    except (OSError, ValueError):
+        return default
+    return timeout if isinstance(timeout, int) and timeout > 0 else default
+
+
 def install(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="gatehouse-hook.pyz install", description=__doc__)
     parser.add_argument("--server", required=True, help="the Gatehouse URL this machine reaches")
     parser.add_argument("--settings", default="~/.claude/settings.json", help="Claude Code settings file")
-    parser.add_argument("--timeout", type=int, default=300, help="seconds the hook waits for a person")
+    parser.add_argument(
+        "--timeout",
+        type=int,
+        default=served_timeout(),
+        help="seconds the hook waits for a person (default: past the serving server's longest ask deadline)",
+    )
     parser.add_argument("--token-file", default="", help="file holding the agent token (else GATEHOUSE_TOKEN)")
     args = parser.parse_args(argv)
     path = Path(os.path.expanduser(args.settings))

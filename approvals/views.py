@@ -36,6 +36,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from agent.install import DEADLINE_MARGIN, SERVER_DEFAULTS
 from approvals import charts, events, learning_views, permissions, questions, selectors, services, why
 from approvals.cards import card_context
 from approvals.forms import (
@@ -90,7 +91,8 @@ _BUNDLE_MAIN = "from agent.install import main\n\nmain()\n"
 def hook_bundle(request: HttpRequest) -> HttpResponse:
     """``GET /agent/gatehouse-hook.pyz``: the hook as one standard-library zip application.
 
-    No login: it is the public hook code, with no token or setting of this server in it.
+    No login: it is the public hook code, with no token in it; its one setting is the
+    hook timeout this server's deadlines need.
     """
     import agent
 
@@ -100,6 +102,10 @@ def hook_bundle(request: HttpRequest) -> HttpResponse:
         bundle.writestr("__main__.py", _BUNDLE_MAIN)
         for name in _BUNDLE_MODULES:
             bundle.writestr(f"agent/{name}", (source / name).read_text(encoding="utf-8"))
+        # The hook must outwait every deadline this server may give an ask (a
+        # number, no secret): the bundle's `install` takes it as its --timeout default.
+        timeout = selectors.longest_ask_deadline() + DEADLINE_MARGIN
+        bundle.writestr(f"agent/{SERVER_DEFAULTS}", json.dumps({"timeout": timeout}))
     response = HttpResponse(buffer.getvalue(), content_type="application/zip")
     response["Content-Disposition"] = 'attachment; filename="gatehouse-hook.pyz"'
     return response
@@ -610,10 +616,11 @@ def _hook_snippet(request: HttpRequest) -> str:
     from approvals.management.commands import install_claude_hooks as installer
 
     server = settings.PUBLIC_URL if settings.PUBLIC_URL_SET else request.build_absolute_uri("/").rstrip("/")
-    options = {"server": server, "transport": "command", "python": "", "timeout": 300, "on_timeout": "deny"}
+    timeout = selectors.longest_ask_deadline() + DEADLINE_MARGIN  # what the installer defaults to
+    options = {"server": server, "transport": "command", "python": "", "timeout": timeout, "on_timeout": "deny"}
     options |= {"on_unreachable": "ask", "ask_locally": False, "token_file": "~/.config/gatehouse-token"}
     command = installer.hook_command(options)
-    doc = installer.with_ours({}, list(installer.GATES["pre-tool-use"]), command, 300 + installer.TIMEOUT_MARGIN)
+    doc = installer.with_ours({}, list(installer.GATES["pre-tool-use"]), command, timeout + installer.TIMEOUT_MARGIN)
     return json.dumps(doc, indent=2)
 
 

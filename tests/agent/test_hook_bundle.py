@@ -61,6 +61,29 @@ class HookBundleTests:
         assert stored.facts is not None and stored.facts["home"] == str(elsewhere)
         assert str(elsewhere) in stored.facts["paths"]
 
+    def test_its_install_waits_past_the_longest_deadline_of_the_server_that_served_it(
+        self, tmp_path: Path, default_team: Any
+    ) -> None:
+        from agent.install import DEADLINE_MARGIN, TIMEOUT_MARGIN
+        from approvals import services
+
+        services.team_settings_update(team=default_team, ask_timeout=1800)
+        with live_server() as srv:
+            bundle = _download(srv.url, tmp_path / "gatehouse-hook.pyz")
+        settings_path = tmp_path / "settings.json"
+        subprocess.run(
+            [sys.executable, str(bundle), "install", "--server", srv.url, "--settings", str(settings_path)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        entry = json.loads(settings_path.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
+        waits = 1800 + DEADLINE_MARGIN
+        argv = shlex.split(entry["command"])
+        assert argv[argv.index("--timeout") + 1] == str(waits)
+        assert entry["timeout"] == waits + TIMEOUT_MARGIN  # Claude Code outwaits the hook
+
     def test_it_replaces_an_earlier_gatehouse_hook_and_keeps_others(self, tmp_path: Path) -> None:
         from agent.install import EVENTS, with_ours
 

@@ -17,10 +17,21 @@ import pytest
 
 from tests.e2e.claude_code.hookrun import ROOT
 
+# The server's database, migrated as `make run` leaves it: the installer reads its deadlines.
+SERVER_DB: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def server_database(tmp_path_factory: pytest.TempPathFactory) -> None:
+    SERVER_DB["url"] = f"sqlite:///{tmp_path_factory.mktemp('server') / 'gatehouse.sqlite3'}"
+    migrated = manage("migrate", "--noinput", "-v", "0", home=tmp_path_factory.mktemp("home"))
+    assert migrated.returncode == 0, migrated.stderr
+
 
 def manage(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env["HOME"] = str(home)
+    env["DATABASE_URL"] = SERVER_DB["url"]
     return subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )

@@ -17,11 +17,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agent import install
-from agent.install import GATES, TIMEOUT_MARGIN, http_hook, with_ours, without_ours, write_settings
+from agent.install import DEADLINE_MARGIN, GATES, TIMEOUT_MARGIN, http_hook, with_ours, without_ours, write_settings
 from approvals import selectors
-
-# How long past the server's longest deadline the hook keeps waiting for its answer.
-DEADLINE_MARGIN = 15
 
 
 def hook_command(options: dict[str, Any]) -> str | dict[str, Any]:
