@@ -56,9 +56,11 @@ _SHAPES: list[tuple[str, str, int]] = [
 # Names whose value is a secret: password, passwd, pwd, secret, token, api_key, apikey,
 # access_key, private_key, client_secret, credentials, auth — alone or inside a longer
 # name (GITHUB_TOKEN, db_password, X-Api-Key).
+# The parts around the keyword are bounded: unbounded, a long run of name characters made
+# every start position scan to the end (40 KB of `x` took a minute; quadratic).
 _NAME = (
-    r"[A-Za-z0-9_.\-]*?(?:passw(?:or)?d|passphrase|\bpwd|secret|token|api[_\-]?key|access[_\-]?key|"
-    r"private[_\-]?key|credentials?|\bauth(?![a-z]))[A-Za-z0-9_.\-]*"
+    r"[A-Za-z0-9_.\-]{0,64}?(?:passw(?:or)?d|passphrase|\bpwd|secret|token|api[_\-]?key|access[_\-]?key|"
+    r"private[_\-]?key|credentials?|\bauth(?![a-z]))[A-Za-z0-9_.\-]{0,64}"
 )
 _QUOTED = r"\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'"
 _BARE = r"[^\s\"',;&|)}\]]+"
@@ -112,8 +114,19 @@ class Masked:
         return bool(self.kinds)
 
 
+# What a phone surface can show is a few KB; past this the text is cut (with "…") before
+# masking, so one huge input cannot hold a sender thread (the patterns are linear per
+# start position at best: 900 KB of `-` took 18 s). The cut is far past any excerpt.
+MAX_MASKED_CHARS = 16 * 1024
+
+
 def mask_secrets(text: str) -> Masked:
-    """Mask every secret this module recognises in `text`; `kinds` lists what was found."""
+    """Mask every secret this module recognises in `text`; `kinds` lists what was found.
+
+    - Text past `MAX_MASKED_CHARS` is cut first, marked with "…": nothing past the cut is shown.
+    """
+    if len(text) > MAX_MASKED_CHARS:
+        text = text[:MAX_MASKED_CHARS] + "…"
     kinds: list[str] = []
     for name, pattern, keep in _SHAPE_RES:
         text, count = pattern.subn(partial(_mask_shape, keep), text)

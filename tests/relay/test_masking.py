@@ -188,3 +188,14 @@ class MaskCorpusTests:
         masked = mask_secrets(text)
         assert f":{value}@" not in masked.text
         assert "git.example.com/repo.git" in masked.text
+
+
+@pytest.mark.parametrize("filler", ["x", "-", "x ", "a=", "--token ", "http://a"])
+def test_a_huge_input_is_cut_before_it_is_masked(filler: str) -> None:
+    """A long run of name characters made every start position scan to the end (900 KB: hours)."""
+    from relay.masking import MAX_MASKED_CHARS
+
+    text = "GITHUB_TOKEN=abcdefghijklmnop echo " + filler * (900 * 1024 // len(filler))
+    masked = mask_secrets(text).text
+    assert len(masked) <= MAX_MASKED_CHARS + 1
+    assert "abcdefghijklmnop" not in masked
