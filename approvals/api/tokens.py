@@ -6,6 +6,7 @@ token id is a 404, exactly like an id that does not exist.
 
 from __future__ import annotations
 
+import hmac
 from typing import Any, cast
 
 from django.contrib.auth.models import User
@@ -34,7 +35,8 @@ class TokenOutputSerializer(serializers.Serializer):
         ref_name = "PersonalToken"
 
     def get_current(self, token: PersonalToken) -> bool:
-        return bool(token.token_hash == self.context.get("current_hash"))
+        current = self.context.get("current_hash")
+        return current is not None and hmac.compare_digest(token.token_hash, current)
 
 
 def _context(request: Request) -> dict[str, Any]:

@@ -18,6 +18,10 @@ from policy.shell.environment import safe_assignment
 
 _CONTENT_FIELDS = {"Task": "subagent_type", "Skill": "skill", "SlashCommand": "command"}
 
+# Commands that print their operands and open none of them: ``echo $HOME`` names no file.
+# Their redirects are still checked like any other.
+_TEXT_ONLY = frozenset({"echo", "printf"})
+
 
 def strongest(candidates: Iterable[CompiledRule | None]) -> CompiledRule | None:
     best: CompiledRule | None = None
@@ -126,7 +130,8 @@ def _beyond_content_rules(rules: CompiledRules, ctx: CallContext) -> bool:
             return True
     moved = bool(analysis.directories)
     written = {target for target, _ in analysis.write_targets}
-    words = [w for c in analysis.commands for w in c.words[1:] if looks_like_path(w) or (moved and w[:1] != "-")]
+    operands = [w for c in analysis.commands if c.words and c.words[0] not in _TEXT_ONLY for w in c.words[1:]]
+    words = [w for w in operands if looks_like_path(w) or (moved and w[:1] != "-")]
     words += [t for t in analysis.redirect_paths if t not in HARMLESS_DEVICES]
     for word in dict.fromkeys(words):
         family = "Edit" if word in written else "Read"

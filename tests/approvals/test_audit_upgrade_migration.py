@@ -2,7 +2,7 @@
 
 Runs the real migrations on a database holding audit rows of the old schema: back to
 0008 (no `format` column), rows written as the old code wrote them, then forward to the
-newest schema; `audit_verify` passes, every old row is format 1, a new row is format 2,
+newest schema; `audit_verify` passes, every old row is format 1, a new row is the current format,
 and an old row's edit is still found.
 """
 
@@ -19,7 +19,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
-from approvals.audit import GENESIS_HASH, decision_fields, payload_hash
+from approvals.audit import CURRENT_FORMAT, GENESIS_HASH, decision_fields, payload_hash
 
 SQLITE_GUARD = import_module("approvals.migrations.0003_audit_no_update_sqlite")
 
@@ -92,7 +92,7 @@ class AuditUpgradeMigrationTests:
         assert verify() == ""
         call = {"tool_name": "Teleport", "tool_input": {"n": 1}, "tool_use_id": "after-upgrade"}
         new = services.request_submit(agent=ci_bot.agent, call=call).decision
-        assert new is not None and Decision.objects.get(pk=new.pk).format == 2
+        assert new is not None and Decision.objects.get(pk=new.pk).format == CURRENT_FORMAT
         assert verify() == ""
         with connection.cursor() as cursor:  # format 1 covers the decision's own fields
             cursor.execute(SQLITE_GUARD.DROP)

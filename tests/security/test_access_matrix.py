@@ -100,6 +100,19 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
         "/api/v1/teams/default/chat-routes/telegram",
         {"channel": "-100777", "approvers": ["111"]},
     ),
+    "team_settings_api": ("api/v1/teams/<slug:name>/settings", "get", "/api/v1/teams/default/settings", None),
+    "team_settings_patch": (
+        "api/v1/teams/<slug:name>/settings",
+        "patch",
+        "/api/v1/teams/default/settings",
+        {"approvals_required": 1},
+    ),
+    "team_group_put": (
+        "api/v1/teams/<slug:name>/groups/<slug:group>",
+        "put",
+        "/api/v1/teams/default/groups/leads",
+        {"members": []},
+    ),
     "rules_autopilot_put": ("api/v1/rules/autopilot", "put", "/api/v1/rules/autopilot", {"enabled": False}),
     "rule_detail": ("api/v1/rules/<int:rule_id>", "get", "/api/v1/rules/{rule}", None),
     "rule_delete": ("api/v1/rules/<int:rule_id>", "delete", "/api/v1/rules/{rule}", None),
@@ -153,6 +166,7 @@ CELLS: dict[str, tuple[str, str, str, Any]] = {
     "agent_pin_page": ("agents/<int:agent_id>/pins/", "post", "/agents/{agent}/pins/", {}),
     "profile_page": ("profile/", "get", "/profile/", None),
     "people_page": ("people/", "get", "/people/", None),
+    "team_settings_page": ("teams/<slug:name>/settings/", "get", "/teams/default/settings/", None),
     "person_role_page": (
         "people/<slug:team_name>/<int:user_id>/role/",
         "post",
@@ -228,6 +242,9 @@ rule_detail             401       401         401           403   403         20
 rule_delete             401       401         401           403   403         403    204      204        404      204
 chat_routes             401       401         401           403   403         403    403      200        404      200
 chat_route_put          401       401         401           403   403         403    403      200        404      200
+team_settings_api       401       401         401           403   403         200    200      200        404      200
+team_settings_patch     401       401         401           403   403         403    403      200        404      200
+team_group_put          401       401         401           403   403         403    403      200        404      200
 api_unknown             404       404         404           404   404         404    404      404        404      404
 hook                    401       401         401           200   200         401    401      401        401      401
 metrics                 200       200         200           200   200         200    200      200        200      200
@@ -259,6 +276,7 @@ pause_resume_page       302       302         302           302   302         40
 profile_page            302       302         302           302   302         200    200      200        200      200
 identity_delete_page    302       302         302           302   302         404    302      404        404      404
 people_page             302       302         302           302   302         403    403      200        403      200
+team_settings_page      302       302         302           302   302         403    403      200        404      200
 person_role_page        302       302         302           302   302         403    403      302        404      302
 person_remove_page      302       302         302           302   302         403    403      302        404      302
 push_vapid_key          200       401         401           200   200         200    200      200        200      200
