@@ -95,8 +95,12 @@ def _console(message: Any, problems: list[str]) -> None:
 
 
 def wait_live(page: Any) -> None:
-    """Wait until the queue's socket has subscribed (so a push cannot be missed)."""
-    page.wait_for_selector('#live[data-state="live"]', timeout=10_000)
+    """Wait until the queue's socket has subscribed (so a push cannot be missed).
+
+    A bound, not a pause: on a loaded 2-core machine (a full `make test` beside other
+    work) the page, its socket and the snapshot took more than 10 s once.
+    """
+    page.wait_for_selector('#live[data-state="live"]', timeout=30_000)
 
 
 def in_thread(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
