@@ -164,6 +164,7 @@ def shoot(data: dict[str, Any]) -> list[Path]:
         "agents": "/agents/",
         "profile": "/profile/",
         "people": "/people/",
+        "team-settings": "/teams/default/settings/",
         "notifications": "/notifications/",
         "password-change": "/accounts/password_change/",
     }

@@ -92,6 +92,7 @@ def pages(ids: dict[str, Any]) -> list[str]:
         "/agents/",
         "/profile/",
         "/people/",
+        "/teams/default/settings/",
         "/notifications/",
         f"/requests/{ids['twins'][0].pk}/",
         f"/rules/{ids['rule'].pk}/edit/",
