@@ -53,6 +53,7 @@ from approvals.calls import CallInvalid, parse_call, parse_call_context
 from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState
 from approvals.waiting import wait_for_decision
 from policy.facts import FactsError, facts_to_dict, parse_facts
+from policy.rules.parse import RuleSyntaxError, parse_rule
 
 log = logging.getLogger(__name__)
 
@@ -295,11 +296,36 @@ def render(event: str, outcome: Outcome) -> dict[str, Any]:
     if decision.behavior == "allow":
         if updated is not None:
             body["updatedInput"] = updated
+        granted = granted_permissions(decision)
+        if granted:
+            body["updatedPermissions"] = granted
     else:
         body["message"] = _reason_text(decision)
         if stops:
             body["interrupt"] = True
     return {"hookSpecificOutput": {"hookEventName": PERMISSION_REQUEST, "decision": body}}
+
+
+def granted_permissions(decision: Decision) -> list[dict[str, Any]]:
+    """What Claude Code should keep of a grant a person saved ("Allow for session", "Always allow").
+
+    Only the rule Gatehouse saved — never wider than the call (`policy.grants`) — as one
+    `addRules` entry, so Claude Code stops asking for the same call too. Whatever else
+    the prompt's `permission_suggestions` offered (a mode change, a new directory, a
+    wider rule) is never sent: a person widens Claude Code's settings at the terminal.
+    """
+    reason = decision.reason if isinstance(decision.reason, dict) else {}
+    text, destination = reason.get("saved_rule"), reason.get("saved_for")
+    if not isinstance(text, str) or destination not in ("session", "localSettings"):
+        return []
+    try:
+        rule = parse_rule(text)
+    except RuleSyntaxError:  # a rule Gatehouse saved always parses; if not, Claude Code keeps nothing
+        return []
+    entry: dict[str, str] = {"toolName": rule.tool_name}
+    if rule.content is not None:
+        entry["ruleContent"] = rule.content
+    return [{"type": "addRules", "rules": [entry], "behavior": "allow", "destination": destination}]
 
 
 def _pre_tool_use(behavior: str, reason: str, updated: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -447,6 +473,12 @@ def record_result(agent: Agent, call: HookCall) -> None:
         )
         return
     request = selectors.request_by_tool_use_id(agent=agent, tool_use_id=call.tool_use_id)
+    if request is None:
+        # Heard of only through Claude Code's prompt (the PermissionRequest gate): once it
+        # ran, a later identical prompt is a new call, never answered by this one's allow.
+        request = selectors.prompted_request_not_run(
+            agent=agent, session_id=call.session_id, tool_name=call.tool_name, input_hash=input_hash(call.tool_input)
+        )
     if request is None:
         return
     if request.state == RequestState.PENDING:

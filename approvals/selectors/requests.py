@@ -46,6 +46,28 @@ def request_matching(*, agent: Agent, session_id: str, tool_name: str, input_has
     )
 
 
+def prompted_request_not_run(
+    *, agent: Agent, session_id: str, tool_name: str, input_hash: str
+) -> PermissionRequest | None:
+    """The newest request a Claude Code prompt opened for this call that has not run yet.
+
+    - Such a request carries a generated `gh_` id (a PermissionRequest has no
+      `tool_use_id`), so a PostToolUse finds it by session, tool and input instead.
+    """
+    return (
+        PermissionRequest.objects.filter(
+            agent=agent,
+            session_id=session_id,
+            tool_name=tool_name,
+            input_hash=input_hash,
+            tool_use_id__startswith="gh_",
+            result_at__isnull=True,
+        )
+        .order_by("-created_at")
+        .first()
+    )
+
+
 def session_gated_before_use(*, agent: Agent, session_id: str) -> bool:
     """Whether this session's calls reach Gatehouse before they run (a PreToolUse request).
 

@@ -254,6 +254,11 @@ def _decide_fenced(
                 raise ServiceError(UNANSWERED_QUESTIONS)
             if behavior == "allow" and remember != "once":
                 reason["saved_rule"] = _remember(request, remember, remember_hours, user)
+                # Where Claude Code may keep the same grant (a PermissionRequest's
+                # `updatedPermissions`): a session or time-limited grant for the session
+                # only, since Claude Code's rules do not expire; a lasting one in the
+                # project's local settings.
+                reason["saved_for"] = "session" if remember == "session" or remember_hours else "localSettings"
             if behavior == "deny" and not message:
                 message = f"Denied by {decided_by} via {surface}. Do not retry this call; try another approach."
             if behavior == "deny" and reason["type"] == "user":

@@ -130,3 +130,83 @@ class HookResultTests:
         post(client, body, ci_bot.auth)
         post(client, {**body, "hook_event_name": "PostToolUse", "tool_response": "ran"}, ci_bot.auth)
         assert PermissionRequest.objects.get().result == {"ok": True, "output": "ran"}
+
+
+class PermissionRequestGrantTests:
+    """What a person's grant on Claude Code's own prompt sends back (`updatedPermissions`)."""
+
+    def _prompt_then_decide(self, client: Client, ci_bot: Any, alice: Any, command: str, **decision: Any) -> Any:
+        from approvals import services
+        from approvals.models import PermissionRequest
+
+        body = hook_input("PermissionRequest", command)
+        post(client, body, ci_bot.auth, "?wait=0")
+        request = PermissionRequest.objects.get(state="pending")
+        services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=alice, **decision)
+        return post(client, body, ci_bot.auth, "?wait=0").json()["hookSpecificOutput"]["decision"]
+
+    @pytest.mark.parametrize(
+        ("decision", "expected"),
+        [
+            ({}, None),
+            ({"remember": "session"}, "session"),
+            ({"remember": "project"}, "localSettings"),
+            ({"remember": "always"}, "localSettings"),
+            # Claude Code's rules never expire: a grant for some hours stays in its session.
+            ({"remember": "always", "remember_hours": 8}, "session"),
+            ({"remember": "project", "remember_hours": 1}, "session"),
+        ],
+    )
+    def test_only_the_saved_rule_goes_back_to_claude_code(
+        self, client: Client, ci_bot: Any, alice: Any, decision: dict[str, Any], expected: str | None
+    ) -> None:
+        answer = self._prompt_then_decide(client, ci_bot, alice, "npm run test:unit", **decision)
+        assert answer["behavior"] == "allow"
+        if expected is None:
+            assert "updatedPermissions" not in answer
+            return
+        [entry] = answer["updatedPermissions"]
+        assert entry == {
+            "type": "addRules",
+            "rules": [{"toolName": "Bash", "ruleContent": "npm run test:unit:*"}],
+            "behavior": "allow",
+            "destination": expected,
+        }
+
+    @pytest.mark.parametrize(
+        "suggestions",
+        [
+            [{"type": "setMode", "mode": "bypassPermissions", "destination": "session"}],
+            [{"type": "addDirectories", "directories": ["/"], "destination": "localSettings"}],
+            [{"type": "addRules", "rules": [{"toolName": "Bash"}], "behavior": "allow", "destination": "userSettings"}],
+        ],
+    )
+    def test_what_the_prompt_suggested_is_never_echoed(
+        self, client: Client, ci_bot: Any, alice: Any, suggestions: list[dict[str, Any]]
+    ) -> None:
+        from approvals import services
+        from approvals.models import PermissionRequest
+
+        body = {**hook_input("PermissionRequest", "npm run test:unit"), "permission_suggestions": suggestions}
+        post(client, body, ci_bot.auth, "?wait=0")
+        request = PermissionRequest.objects.get(state="pending")
+        services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=alice, remember="always")
+        answer = post(client, body, ci_bot.auth, "?wait=0").json()["hookSpecificOutput"]["decision"]
+        assert [entry["type"] for entry in answer["updatedPermissions"]] == ["addRules"]
+        assert answer["updatedPermissions"][0]["rules"] == [{"toolName": "Bash", "ruleContent": "npm run test:unit:*"}]
+
+    def test_an_allow_once_does_not_answer_the_next_identical_prompt_after_the_call_ran(
+        self, client: Client, ci_bot: Any, alice: Any
+    ) -> None:
+        """A PermissionRequest has no `tool_use_id`: the call's PostToolUse (with Claude
+        Code's own id) marks it run, so the same command asked again is a new request."""
+        from approvals.models import PermissionRequest
+
+        answer = self._prompt_then_decide(client, ci_bot, alice, "rm -rf build")
+        assert answer["behavior"] == "allow"
+        ran = {**hook_input("PostToolUse", "rm -rf build"), "tool_response": {"stdout": ""}}
+        post(client, ran, ci_bot.auth)
+        again = post(client, hook_input("PermissionRequest", "rm -rf build"), ci_bot.auth, "?wait=0")
+        assert again.status_code == 202
+        assert PermissionRequest.objects.filter(state="pending").count() == 1
+        assert PermissionRequest.objects.count() == 2

@@ -249,3 +249,62 @@ class DenyAndStopTests:
         assert run.result()["terminal_reason"] == terminal_reason
         assert not (project / "marker").exists()
         assert fake.tool_results == [], "the model was asked again after the stop"
+
+
+class UpdatedPermissionsTests:
+    # What 2.1.332 does with a PermissionRequest allow's `updatedPermissions`: it keeps the
+    # `addRules` entry, so the same call later runs without a prompt (and without the hook).
+    @pytest.mark.parametrize(("remember", "prompts"), [("session", 1), ("once", 2)])
+    def test_claude_code_keeps_the_grant_a_person_saved(
+        self,
+        server: LiveServer,
+        project: Path,
+        tmp_path: Path,
+        ci_bot: Any,
+        alice: Any,
+        remember: str,
+        prompts: int,
+    ) -> None:
+        """ "Allow for session" on Claude Code's prompt: the saved rule goes back as
+        `updatedPermissions`, and the second, identical call is not asked again; "Allow
+        once" saves nothing, and Claude Code asks (the hook) for the second call too."""
+        import threading
+
+        from approvals import services
+        from approvals.models import PermissionRequest
+        from tests.e2e.claude_code.hookrun import pending_request
+
+        stop = threading.Event()
+
+        def approve_each() -> None:
+            while not stop.is_set():
+                request = pending_request()
+                if request is None:
+                    stop.wait(0.05)  # polling the database for the next prompt, until the run ends
+                    continue
+                services.request_decide(
+                    request_id=request.pk, behavior="allow", surface="api", user=alice, remember=remember
+                )
+
+        approver = threading.Thread(target=approve_each, daemon=True)
+        approver.start()
+        command = {"command": f"touch {project}/marker", "description": "Create the marker"}
+        first, second = ScriptedToolUse("Bash", command), ScriptedToolUse("Bash", command)
+        try:
+            with fake_anthropic(second, prelude=first) as fake:
+                run = run_claude(
+                    fake,
+                    tmp_path / "home",
+                    project,
+                    # As `--gate permission-request` installs it: PostToolUse tells Gatehouse the
+                    # first call ran, so the second prompt is a new request, not a re-poll.
+                    hook_settings(hook_command(server.url), events=("PermissionRequest", "PostToolUse")),
+                    token=ci_bot.token,
+                )
+        finally:
+            stop.set()
+            approver.join(timeout=10)
+        assert run.returncode == 0, run.stderr
+        assert fake.tool_results and not fake.tool_result_is_error(), fake.tool_result_text()
+        assert PermissionRequest.objects.count() == prompts
+        assert set(PermissionRequest.objects.values_list("state", flat=True)) == {"decided"}
