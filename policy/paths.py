@@ -215,6 +215,29 @@ def _protected_dir(parts: list[str]) -> str | None:
     return None
 
 
+def critical_removal(path: NormalPath, home: NormalPath | None, cwd: NormalPath | None) -> str | None:
+    """Why removing ``path`` is a dangerous removal in Claude Code 2.1.332's terms, or None.
+
+    - Critical: ``/``, a path ending in ``/*``, a top-level directory (``/usr``, ``/etc``),
+      the home; then the working directory or any of its ancestors.
+    - Checked as written (``~``, ``$HOME`` and ``..`` already resolved; a glob taken
+      literally, as Claude Code does: ``/u*`` is a top-level name) and where the agent
+      reported its symlinks lead.
+    """
+    if not os.path.isabs(path.lexical):
+        # ``~`` with no home reported: it is the home, wherever that is.
+        bare = path.lexical.rstrip("/")
+        return f"critical path: {path.lexical}" if bare == "~" or path.lexical.endswith("/*") else None
+    homes = home.variants() if home is not None and os.path.isabs(home.lexical) else ()
+    for candidate in path.variants():
+        if candidate == "/" or candidate.endswith("/*") or os.path.dirname(candidate) == "/" or candidate in homes:
+            return f"critical path: {candidate}"
+    for candidate in path.variants():
+        if cwd is not None and any(is_inside(c, candidate) for c in cwd.variants()):
+            return f"working directory or its ancestor: {candidate}"
+    return None
+
+
 _PROTECTED_NAMES = tuple(sorted({*PROTECTED_FILES, *(d.split("/")[0] for d in PROTECTED_DIRS)}))
 
 

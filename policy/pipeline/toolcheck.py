@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policy.decision import mode_reason, simple_reason
-from policy.paths import could_be_protected, device_reason, inside_any, protected_reason
+from policy.paths import could_be_protected, critical_removal, device_reason, inside_any, protected_reason
 from policy.pipeline.context import CallContext
 from policy.shell import ShellAnalysis
 from policy.urls import private_reason
@@ -45,6 +45,15 @@ def _check_bash(ctx: CallContext) -> ToolCheck:
     analysis = ctx.analysis
     if analysis is None:
         return PASSTHROUGH
+    critical = _critical_removal(analysis, ctx)
+    if critical:
+        # Claude Code 2.1.332 asks for these in every mode, whatever the rules say.
+        return ToolCheck(
+            "ask",
+            simple_reason("safetyCheck", critical),
+            f"This command needs approval: {critical}. It removes a critical directory.",
+            final=True,
+        )
     protected = _protected_write(analysis, ctx)
     if protected:
         # As for Write and Edit: a safety check no rule, mode or classifier answers.
@@ -62,6 +71,20 @@ def _check_bash(ctx: CallContext) -> ToolCheck:
         simple_reason("other", f"shell analysis: {detail}"),
         f"This command needs approval because {detail}.",
     )
+
+
+def _critical_removal(analysis: ShellAnalysis, ctx: CallContext) -> str | None:
+    """``rm -rf ~``, ``sudo rm -r /usr``, ``cd / && rm -rf *``, ``rm -rf ..`` and their kin."""
+    if not analysis.removals:
+        return None
+    home = ctx.resolver.normalise(ctx.home) if ctx.home else None
+    cwd = ctx.resolver.normalise(ctx.cwd) if ctx.cwd else None
+    for name, word in analysis.removals:
+        for spelling in analysis.relative_spellings(word):
+            reason = critical_removal(ctx.resolver.normalise(spelling), home, cwd)
+            if reason:
+                return f"Dangerous {name} operation on {reason}"
+    return None
 
 
 def _protected_write(analysis: ShellAnalysis, ctx: CallContext) -> str | None:

@@ -44,6 +44,8 @@ class ShellAnalysis:
     # ``a``, ``a/b``), with whether each is only known at run time: relative paths after
     # them may be relative to any of these.
     directories: tuple[tuple[str, bool], ...] = ()
+    # What ``rm``/``rmdir`` remove, as (command name, operand as written; a glob kept as is).
+    removals: tuple[tuple[str, str], ...] = ()
 
     def relative_spellings(self, path: str) -> list[str]:
         """``path`` as given, and as seen from each directory the line moves to."""
@@ -180,6 +182,7 @@ def _parse(command: str) -> ParsedCommand:
         redirect_paths=tuple(target for target, dynamic in walk.redirect_targets if not dynamic),
         write_targets=tuple(dict.fromkeys(walk.write_targets)),
         directories=_directories(commands),
+        removals=tuple(dict.fromkeys(walk.removals)),
     )
     parsed = ParsedCommand(
         analysis=from_the_string,

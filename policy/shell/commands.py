@@ -16,7 +16,7 @@ from tree_sitter import Language, Node, Parser, Tree
 from policy.shell.options import code_option_problem
 from policy.shell.words import Word, word_of
 from policy.shell.wrappers import SHELLS, WRAPPERS, Unwrapped, command_name, shell_payload, strip_wrappers
-from policy.shell.writes import written_paths
+from policy.shell.writes import REMOVERS, written_paths
 
 _LANGUAGE = Language(tree_sitter_bash.language())
 _LOCAL = threading.local()
@@ -168,6 +168,8 @@ class Walk:
     # Files written, created or deleted (output redirects, ``tee``, ``cp`` …), and
     # whether each is only known at run time.
     write_targets: list[tuple[str, bool]] = field(default_factory=list)
+    # What ``rm`` and ``rmdir`` remove, as (command name, operand as written).
+    removals: list[tuple[str, str]] = field(default_factory=list)
     parse_error: bool = False
     substitution: bool = False
     eval_like: bool = False
@@ -395,6 +397,8 @@ def _add_command(
         walk.block("the command name is only known at run time")
     for written in written_paths(command.name, real):
         walk.write_targets.append((written.value, written.unresolved))
+        if command.name in REMOVERS:
+            walk.removals.append((command.name, written.value))
     # The real command's options, and the wrappers' own: ``xargs`` runs what it reads.
     for name, words_seen in ((command.name, command.words), *((w, (w,)) for w in wrappers)):
         code_option = code_option_problem(name, words_seen)

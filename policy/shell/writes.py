@@ -157,6 +157,11 @@ WRITERS: dict[str, Writes] = {
 }
 
 
+# Claude Code 2.1.332 checks what these two remove against its critical paths (the root,
+# a top-level directory, the home, the working directory and its ancestors).
+REMOVERS = frozenset({"rm", "rmdir"})
+
+
 def written_paths(name: str, words: Sequence[Word]) -> list[Word]:
     """The paths ``words`` (a command called ``name``) writes through its operands."""
     writer = WRITERS.get(name)

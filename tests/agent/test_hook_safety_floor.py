@@ -1,9 +1,10 @@
 """A PermissionRequest after Gatehouse allowed the call is Claude Code's safety floor: a person's.
 
-Claude Code 2.1.332 prompts before an `rm` of a critical path or a write into `.git/` or
-`.claude/` even after a PreToolUse allow. Its PermissionRequest hook then asks Gatehouse;
-the answer must come from a person, never from the earlier allow, a rule, a mode or a
-classifier (a deny rule may still deny: that is stricter).
+Claude Code 2.1.332 may prompt even after a PreToolUse allow (its own checks). Its
+PermissionRequest hook then asks Gatehouse; the answer must come from a person, never
+from the earlier allow, a rule, a mode or a classifier (a deny rule may still deny: that
+is stricter). The floors Gatehouse knows — an `rm` of a critical path, a write into
+`.git/` or `.claude/` — are its own safety check already: PreToolUse asks a person.
 """
 
 from __future__ import annotations
@@ -20,15 +21,19 @@ from tests.e2e.claude_code.hookrun import hook_input
 pytestmark = pytest.mark.django_db(transaction=True)
 URL = "/hooks/claude-code"
 
+# Calls Gatehouse allows at PreToolUse: any prompt Claude Code then opens is the floor.
 FLOOR_COMMANDS = [
+    "rm -rf build",
+    "rm -rf /tmp/proj/dist",
+]
+# Critical-path removals and writes into protected paths (or a glob that could name
+# one) are the engine's own safety check: PreToolUse already asks, so no allow exists
+# for a prompt to inherit.
+RESERVED_AT_PRE_TOOL_USE = [
     "rm -rf ~",
     "rm -rf /",
     "rm -rf $HOME",
     "rm -rf /tmp/proj",
-]
-# Writes into protected paths (or a glob that could name one) are the engine's own
-# safety check: PreToolUse already asks, so no allow exists for a prompt to inherit.
-RESERVED_AT_PRE_TOOL_USE = [
     "rm -rf /*",
     "echo x > .git/hooks/pre-commit",
     "tee .claude/settings.json",
@@ -97,7 +102,7 @@ class SafetyFloorTests:
 
     def test_it_never_answers_the_prompt_with_a_modes_allow(self, client: Client, registered_agent: Any) -> None:
         yolo = registered_agent("yolo", "bypassPermissions")
-        body = allowed_at_pre_tool_use(client, yolo.auth, "rm -rf ~", permission_mode="bypassPermissions")
+        body = allowed_at_pre_tool_use(client, yolo.auth, "rm -rf build", permission_mode="bypassPermissions")
         response = post(client, prompt_for(body), yolo.auth)
         assert response.status_code == 202
 
@@ -129,10 +134,8 @@ class SafetyFloorTests:
         from approvals import services
         from approvals.models import Decision
 
-        # Only the bare rule allows it at PreToolUse: `Bash(rm:*)` does not reach outside
-        # the working directories (Claude Code asks there too).
         rule(default_team, "Bash", "allow")
-        body = allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf ~")
+        body = allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf build")
         floor_id = post(client, prompt_for(body), ci_bot.auth).json()["gatehouse"]["id"]
         services.request_decide(request_id=floor_id, behavior="allow", surface="api", user=alice)
         # The hook's re-poll finds the person's answer, not a third request.
@@ -142,19 +145,15 @@ class SafetyFloorTests:
         assert rows == [("rule", "rule Bash"), ("user", "alice")]
 
     def test_a_deny_rule_still_denies_the_prompt(self, client: Client, ci_bot: Any, default_team: Any) -> None:
-        # Only the bare rule allows it at PreToolUse: `Bash(rm:*)` does not reach outside
-        # the working directories (Claude Code asks there too).
         rule(default_team, "Bash", "allow")
-        body = allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf ~")
-        rule(default_team, "Bash(rm -rf ~)", "deny")
+        body = allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf build")
+        rule(default_team, "Bash(rm -rf build)", "deny")
         answer = post(client, prompt_for(body), ci_bot.auth).json()
         assert answer["hookSpecificOutput"]["decision"]["behavior"] == "deny"
 
     def test_the_prompts_deadline_denies(self, client: Client, ci_bot: Any, default_team: Any) -> None:
-        # Only the bare rule allows it at PreToolUse: `Bash(rm:*)` does not reach outside
-        # the working directories (Claude Code asks there too).
         rule(default_team, "Bash", "allow")
-        body = allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf ~")
+        body = allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf build")
         for query in ("?wait=0&on_timeout=deny", "?wait=0&on_timeout=ask"):
             answer = post(client, prompt_for(body), ci_bot.auth, query).json()
             assert answer.get("hookSpecificOutput", {}).get("decision", {}).get("behavior") != "allow", answer
