@@ -615,12 +615,29 @@ PROMPT_LIMIT = 4000  # characters: what the card shows of it (the server keeps a
 TRANSCRIPT_TAIL = 512 * 1024  # bytes read from the transcript's end: its last prompt is there
 
 
-def last_prompt(transcript_path: str) -> str:
-    """The user's last typed prompt in a Claude Code transcript (JSONL), or "".
+PROMPT_WAIT = 0.5  # seconds: how long to wait for Claude Code to write this turn's prompt
+
+
+def last_prompt(transcript_path: str, prompt_id: str = "", *, wait: float = PROMPT_WAIT) -> str:
+    """The user's typed prompt of this turn in a Claude Code transcript (JSONL), or "".
 
     - A user line whose content is text (a string or text blocks); tool results, which
       Claude Code also records as user lines, are skipped. Only the file's tail is read.
+    - With the hook input's `prompt_id`, only that turn's prompt: Claude Code writes the
+      transcript on its own time (measured with 2.1.332: a hook that reads at once can
+      find the file without this turn's prompt yet), so the file is read again for up to
+      `wait` seconds, and an older turn's prompt is never sent in its place.
     """
+    deadline = time.monotonic() + wait
+    while True:
+        found = _typed_prompt(transcript_path, prompt_id)
+        if found is not None or time.monotonic() >= deadline:
+            return found or ""
+        time.sleep(0.02)  # re-reading the file Claude Code is writing, until the deadline
+
+
+def _typed_prompt(transcript_path: str, prompt_id: str) -> str | None:
+    """The newest typed prompt (of `prompt_id`'s turn when given); None when none is there yet."""
     try:
         with open(transcript_path, "rb") as handle:
             handle.seek(0, 2)
@@ -628,7 +645,7 @@ def last_prompt(transcript_path: str) -> str:
             handle.seek(max(0, size - TRANSCRIPT_TAIL))
             lines = handle.read().splitlines()
     except OSError:
-        return ""
+        return None
     for line in reversed(lines):
         if b'"user"' not in line:
             continue
@@ -636,7 +653,9 @@ def last_prompt(transcript_path: str) -> str:
             entry = parse_json(line)
         except ValueError:
             continue
-        message = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "user" else None
+        if not isinstance(entry, dict) or (prompt_id and entry.get("promptId") != prompt_id):
+            continue
+        message = entry.get("message") if entry.get("type") == "user" else None
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):
             if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
@@ -646,13 +665,15 @@ def last_prompt(transcript_path: str) -> str:
             )
         if isinstance(content, str) and content.strip() and not entry.get("isMeta"):
             return content.strip()[:PROMPT_LIMIT]
-    return ""
+    return None
 
 
 def add_prompt(raw: bytes, hook_input: dict[str, Any]) -> bytes:
     """The hook input with `user_prompt` (opted in with --send-prompt); unchanged when none."""
     path = hook_input.get("transcript_path")
-    prompt = last_prompt(path) if isinstance(path, str) and path else ""
+    prompt_id = hook_input.get("prompt_id")
+    prompt_id = prompt_id if isinstance(prompt_id, str) else ""
+    prompt = last_prompt(path, prompt_id) if isinstance(path, str) and path else ""
     text = raw.rstrip()
     if not prompt or not text.endswith(b"}") or "user_prompt" in hook_input:
         return raw

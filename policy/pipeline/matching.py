@@ -52,7 +52,19 @@ def find_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> Compiled
             best = _stronger(best, _content_match(index, behavior, ctx))
     if behavior != "allow" and ctx.analysis is not None:
         best = _stronger(best, _bash_path_rule(rules, behavior, ctx))
+    if behavior == "deny" and ctx.spec.kind == "edit":
+        best = _stronger(best, _read_deny_on_edit(rules, ctx))
     return best
+
+
+def _read_deny_on_edit(rules: CompiledRules, ctx: CallContext) -> CompiledRule | None:
+    """Claude Code 2.1.332: a file a Read deny rule covers cannot be written or edited either.
+
+    Its content rules only (``Read(.env)``, ``Read(./secrets/**)``), as Claude Code
+    matches them; Read ask rules do not reach edits.
+    """
+    index = rules.lookup("Read", "deny")
+    return _path_match(index, "deny", ctx, ctx.paths) if index is not None else None
 
 
 def _whole_tool_allows(key: str, ctx: CallContext) -> bool:
@@ -77,7 +89,9 @@ def _content_match(index: RuleIndex, behavior: str, ctx: CallContext) -> Compile
     if kind == "bash":
         return _bash_match(index, behavior, ctx)
     if kind in ("read", "edit"):
-        return _path_match(index, behavior, ctx, ctx.paths)
+        # As in Claude Code 2.1.332, a Read deny of ``src/**`` covers a search of ``src``
+        # itself, and ``Read(~/.ssh/**)`` a Glob of ``~/.ssh``.
+        return _path_match(index, behavior, ctx, ctx.paths, directories=kind == "read" and behavior != "allow")
     if kind == "web":
         host = ctx.host or ""
         return _first_active((r for r in index.other if r.domain is not None and r.domain.matches(host)), ctx.now)
@@ -153,8 +167,7 @@ def _path_allowed(rules: CompiledRules, family: str, path: NormalPath, ctx: Call
     for spelling in path.variants():
         if any(is_inside(spelling, root) for root in ctx.roots):
             continue
-        # A name no real file has: whatever covers everything in the directory covers it.
-        candidates = [NormalPath(p, p) for p in (spelling, spelling.rstrip("/") + "/\x00")]
+        candidates = [NormalPath(p, p) for p in (spelling, _in_directory(spelling))]
         if not any(_path_match(index, "allow", ctx, [c]) is not None for c in candidates):
             return False
     return True
@@ -182,23 +195,36 @@ def _first_command_match(bucket: list[CompiledRule], form: str, now: datetime) -
 
 
 def _bash_path_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> CompiledRule | None:
-    """Apply Read/Edit deny and ask rules to paths a shell command names."""
-    indexes = [i for i in (rules.lookup("Read", behavior), rules.lookup("Edit", behavior)) if i is not None and i.other]
+    """Apply Read/Edit deny and ask rules to paths a shell command names.
+
+    A Read rule also meets an operand as a directory searched (``grep -r x src`` under
+    ``Read(./src/**)``), as in Claude Code 2.1.332.
+    """
+    indexes = []
+    for family in ("Read", "Edit"):
+        index = rules.lookup(family, behavior)
+        if index is not None and index.other:
+            indexes.append((index, family == "Read"))
     if not indexes or ctx.analysis is None:
         return None
     paths = ctx.shell_operand_paths()
     if not paths:
         return None
-    return strongest(_path_match(i, behavior, ctx, paths) for i in indexes)
+    return strongest(_path_match(i, behavior, ctx, paths, directories=d) for i, d in indexes)
 
 
 # --- Paths ----------------------------------------------------------------------
 
 
-def _path_match(index: RuleIndex, behavior: str, ctx: CallContext, paths: list[NormalPath]) -> CompiledRule | None:
+def _path_match(
+    index: RuleIndex, behavior: str, ctx: CallContext, paths: list[NormalPath], directories: bool = False
+) -> CompiledRule | None:
+    """The first rule of ``index`` matching ``paths``; ``directories``: also as directories searched."""
     if not paths or not index.path_buckets:
         return None
     spellings = [v for p in paths for v in p.variants()]
+    if directories:
+        spellings += [_in_directory(v) for v in spellings]
     candidates = _candidates(index, ctx, spellings[:1] if behavior == "allow" else spellings)
     for rule in candidates:
         if not rule.active(ctx.now):
@@ -209,6 +235,11 @@ def _path_match(index: RuleIndex, behavior: str, ctx: CallContext, paths: list[N
         if all(results) if behavior == "allow" else any(results):
             return rule
     return None
+
+
+def _in_directory(path: str) -> str:
+    """A name no real file has in ``path``: what covers everything in a directory covers it."""
+    return path.rstrip("/") + "/\x00"
 
 
 def _candidates(index: RuleIndex, ctx: CallContext, spellings: list[str]) -> list[CompiledRule]:

@@ -39,6 +39,32 @@ def hook_settings(command: str, events: tuple[str, ...] = HOOK_EVENTS, timeout: 
     return {"hooks": {event: [{"matcher": "*", "hooks": [entry]}] for event in events}}
 
 
+def _write_settings(home: Path, settings: dict[str, Any]) -> Path:
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "gatehouse-settings.json"
+    path.write_text(json.dumps(settings))
+    return path
+
+
+def _cli_env(fake: FakeAnthropic, home: Path, token: str) -> dict[str, str]:
+    """The CLI's environment: its own home, the fake API, no telemetry, nothing of ours leaking in."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "GATEHOUSE_"))}
+    env.update(
+        HOME=str(home),
+        CLAUDE_CONFIG_DIR=str(home / ".claude"),
+        ANTHROPIC_BASE_URL=fake.url,
+        ANTHROPIC_API_KEY="test",
+        DISABLE_TELEMETRY="1",
+        DISABLE_AUTOUPDATER="1",
+        DISABLE_ERROR_REPORTING="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL="1",
+        GATEHOUSE_TOKEN=token,
+        PYTHONPATH=str(ROOT),
+    )
+    return env
+
+
 @dataclass
 class ClaudeRun:
     returncode: int
@@ -71,25 +97,7 @@ def run_claude(
     args: tuple[str, ...] = (),
 ) -> ClaudeRun:
     """One headless turn: `claude -p` with our hooks, talking to nothing but 127.0.0.1."""
-    home.mkdir(parents=True, exist_ok=True)
-    settings_path = home / "gatehouse-settings.json"
-    settings_path.write_text(json.dumps(settings))
-    extra_env = env or {}
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "GATEHOUSE_"))}
-    env.update(
-        HOME=str(home),
-        CLAUDE_CONFIG_DIR=str(home / ".claude"),
-        ANTHROPIC_BASE_URL=fake.url,
-        ANTHROPIC_API_KEY="test",
-        DISABLE_TELEMETRY="1",
-        DISABLE_AUTOUPDATER="1",
-        DISABLE_ERROR_REPORTING="1",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL="1",
-        GATEHOUSE_TOKEN=token,
-        PYTHONPATH=str(ROOT),
-    )
-    env.update(extra_env)
+    settings_path = _write_settings(home, settings)
     done = subprocess.run(
         [
             claude_bin(),
@@ -103,7 +111,7 @@ def run_claude(
             *args,
         ],
         cwd=project,
-        env=env,
+        env={**_cli_env(fake, home, token), **(env or {})},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -134,28 +142,13 @@ def run_claude_streaming(
     `can_use_tool` prompt is recorded and denied, so a test sees whether Claude Code
     asked at all.
     """
-    home.mkdir(parents=True, exist_ok=True)
-    settings_path = home / "gatehouse-settings.json"
-    settings_path.write_text(json.dumps(settings))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE", "GATEHOUSE_"))}
-    env.update(
-        HOME=str(home),
-        CLAUDE_CONFIG_DIR=str(home / ".claude"),
-        ANTHROPIC_BASE_URL=fake.url,
-        ANTHROPIC_API_KEY="test",
-        DISABLE_TELEMETRY="1",
-        DISABLE_AUTOUPDATER="1",
-        DISABLE_ERROR_REPORTING="1",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        GATEHOUSE_TOKEN=token,
-        PYTHONPATH=str(ROOT),
-    )
+    settings_path = _write_settings(home, settings)
     command = [claude_bin(), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
     command += ["--permission-prompt-tool", "stdio", "--settings", str(settings_path)]
     process = subprocess.Popen(
         command,
         cwd=project,
-        env=env,
+        env=_cli_env(fake, home, token),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
