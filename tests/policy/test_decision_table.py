@@ -156,7 +156,8 @@ BASH_ROWS: list[tuple[str, str]] = [
     ("PATH=/tmp/evil:$PATH ls", UNMATCHED),
     ("LD_PRELOAD=/tmp/x.so ls", UNMATCHED),
     ("export PATH=/tmp/evil; ls", UNMATCHED),
-    ("ls ~/.ssh", UNMATCHED),
+    # Read(~/.ssh/**) reaches the directory searched, as in Claude Code 2.1.332.
+    ("ls ~/.ssh", ALL_DENY),
     ("ls\u200b -la", UNMATCHED),
     ("$CMD -la", UNRESOLVED),
     ("l{s,} -la", UNMATCHED),
@@ -197,7 +198,7 @@ FILE_ROWS: list[tuple[str, dict[str, Any], str]] = [
     ("Read", {"file_path": "~/.ssh/id_rsa"}, ALL_DENY),
     ("Read", {"file_path": "/home/alice/.ssh/id_ed25519"}, ALL_DENY),
     ("Read", {"file_path": "../../home/alice/.ssh/config"}, ALL_DENY),
-    ("Grep", {"pattern": "BEGIN", "path": "/home/alice/.ssh"}, "W? W? W? M+ D- F+"),
+    ("Grep", {"pattern": "BEGIN", "path": "/home/alice/.ssh"}, ALL_DENY),
     ("Grep", {"pattern": "BEGIN", "path": "/home/alice/.ssh/keys"}, ALL_DENY),
     ("Read", {"file_path": ".env"}, ALL_DENY),
     ("Read", {"file_path": "config/.env"}, ALL_DENY),
