@@ -172,16 +172,16 @@ def _converse(process: subprocess.Popen[str], ids: dict[str, str]) -> dict[str, 
             continue
         kind = message.get("type")
         if kind == "control_request":
-            _answer_control(process.stdin, message, ids, outcomes)
+            answer_control(process.stdin, message, ids, outcomes)
         elif kind == "user":
-            _read_results(message, ids, outcomes)
+            read_results(message, ids, outcomes)
         elif kind == "result":
             break
     process.stdin.close()
     return outcomes
 
 
-def _answer_control(
+def answer_control(
     stdin: IO[str], message: dict[str, Any], ids: dict[str, str], outcomes: dict[str, dict[str, Any]]
 ) -> None:
     request = message.get("request") or {}
@@ -200,7 +200,7 @@ def _answer_control(
     _send(stdin, {"type": "control_response", "response": response})
 
 
-def _read_results(message: dict[str, Any], ids: dict[str, str], outcomes: dict[str, dict[str, Any]]) -> None:
+def read_results(message: dict[str, Any], ids: dict[str, str], outcomes: dict[str, dict[str, Any]]) -> None:
     texts = {}
     content = (message.get("message") or {}).get("content")
     for block in content if isinstance(content, list) else []:
