@@ -12,6 +12,7 @@ from datetime import datetime
 
 from policy.paths import HARMLESS_DEVICES, NormalPath, inside_any, is_inside, looks_like_path
 from policy.pipeline.context import CallContext
+from policy.pipeline.toolcheck import symlink_escape
 from policy.rules.compiled import CompiledRule, CompiledRules, RuleIndex
 from policy.shell.commands import keyed_forms
 from policy.shell.environment import safe_assignment
@@ -40,6 +41,10 @@ def _stronger(best: CompiledRule | None, rule: CompiledRule | None) -> CompiledR
 
 def find_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> CompiledRule | None:
     """Return the strongest-source rule of ``behavior`` matching the call, or None."""
+    if behavior == "allow" and symlink_escape(ctx) is not None:
+        # Claude Code 2.1.332 asks for a write through a symlink out of the working
+        # directories under any allow rule, the bare ``Edit`` and ``Bash`` included.
+        return None
     best: CompiledRule | None = None
     content = behavior != "allow" or ctx.analysis is None or not _beyond_content_rules(rules, ctx)
     for key in ctx.rule_keys:
@@ -135,13 +140,19 @@ def _beyond_content_rules(rules: CompiledRules, ctx: CallContext) -> bool:
     - a path the line names outside the working directories (also as seen from where
       ``cd`` moved it) that no Read allow rule covers, or a file it writes there that no
       Edit allow rule covers: ``cat ../notes.txt`` under ``Bash(cat:*)``, ``touch ~/x``
-      under ``Bash(touch:*)``. The bare ``Bash`` rule still allows these.
+      under ``Bash(touch:*)``;
+    - an output redirect to a file no Edit allow rule covers (``echo hi > out.txt`` under
+      ``Bash(echo:*)``), unless acceptEdits lets it write there.
+
+    The bare ``Bash`` rule still allows these.
     """
     analysis = ctx.analysis
     assert analysis is not None
     for command in analysis.commands:
         if not all(safe_assignment(a) for a in command.assignments):
             return True
+    if any(not _redirect_allowed(rules, target, ctx) for target in analysis.output_redirects):
+        return True
     moved = bool(analysis.directories)
     written = {target for target, _ in analysis.write_targets}
     operands = [w for c in analysis.commands if c.words and c.words[0] not in _TEXT_ONLY for w in c.words[1:]]
@@ -154,6 +165,21 @@ def _beyond_content_rules(rules: CompiledRules, ctx: CallContext) -> bool:
             if not inside_any(path, ctx.roots) and not _path_allowed(rules, family, path, ctx):
                 return True
     return False
+
+
+def _redirect_allowed(rules: CompiledRules, target: str, ctx: CallContext) -> bool:
+    """``> target`` under a ``Bash(…)`` rule: a device, or a write acceptEdits or an Edit allow rule permits."""
+    if target in HARMLESS_DEVICES:
+        return True
+    assert ctx.analysis is not None
+    index = rules.lookup("Edit", "allow")
+    for spelling in ctx.analysis.relative_spellings(target):
+        path = ctx.resolver.normalise(spelling)
+        if ctx.mode == "acceptEdits" and inside_any(path, ctx.roots):
+            continue
+        if index is None or not path.known or _path_match(index, "allow", ctx, [path]) is None:
+            return False
+    return True
 
 
 def _path_allowed(rules: CompiledRules, family: str, path: NormalPath, ctx: CallContext) -> bool:

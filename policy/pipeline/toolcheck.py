@@ -6,7 +6,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policy.decision import mode_reason, simple_reason
-from policy.paths import could_be_protected, critical_removal, device_reason, inside_any, protected_reason
+from policy.paths import (
+    NormalPath,
+    could_be_protected,
+    critical_removal,
+    device_reason,
+    inside_any,
+    is_inside,
+    protected_reason,
+)
 from policy.pipeline.context import CallContext
 from policy.shell import ShellAnalysis
 from policy.urls import private_reason
@@ -113,6 +121,11 @@ def _check_edit(ctx: CallContext) -> ToolCheck:
                 f"Writing to {path.lexical} needs approval: {protected}.",
                 final=True,
             )
+    escape = symlink_escape(ctx)
+    if escape is not None:
+        target = f"{escape.lexical} resolves through a symlink to {escape.real}"
+        detail = f"{target}, which is outside the working directories"
+        return ToolCheck("ask", simple_reason("workingDirectory", detail), f"{detail}.")
     if not all(inside_any(p, ctx.roots) for p in ctx.paths):
         outside = next(p for p in ctx.paths if not inside_any(p, ctx.roots))
         return ToolCheck(
@@ -158,6 +171,31 @@ def _check_web(ctx: CallContext) -> ToolCheck:
         f"Fetching {ctx.tool_input.get('url', '')} needs approval: {reason}.",
         final=True,
     )
+
+
+def symlink_escape(ctx: CallContext) -> NormalPath | None:
+    """A file the call writes that lies in a working directory but resolves outside all of them.
+
+    Claude Code 2.1.332 asks for such a write (an Edit, a redirect) under any allow rule,
+    the bare ``Edit`` and ``Bash`` included; bypassPermissions still allows it.
+    """
+    if ctx.spec.kind == "edit":
+        written = ctx.paths
+    elif ctx.analysis is not None:
+        analysis = ctx.analysis
+        written = [
+            ctx.resolver.normalise(spelling)
+            for target, unresolved in analysis.write_targets
+            if not unresolved
+            for spelling in analysis.relative_spellings(target)
+        ]
+    else:
+        return None
+    for path in written:
+        lexically_inside = any(is_inside(path.lexical, root) for root in ctx.roots)
+        if path.known and lexically_inside and not inside_any(path, ctx.roots):
+            return path
+    return None
 
 
 def edit_inside_working_dirs(ctx: CallContext) -> bool:

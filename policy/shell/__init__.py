@@ -46,6 +46,8 @@ class ShellAnalysis:
     directories: tuple[tuple[str, bool], ...] = ()
     # What ``rm``/``rmdir`` remove, as (command name, operand as written; a glob kept as is).
     removals: tuple[tuple[str, str], ...] = ()
+    # Output redirect targets as written (``> out.txt``, ``2>> log``), devices included.
+    output_redirects: tuple[str, ...] = ()
 
     def relative_spellings(self, path: str) -> list[str]:
         """``path`` as given, and as seen from each directory the line moves to."""
@@ -183,6 +185,7 @@ def _parse(command: str) -> ParsedCommand:
         write_targets=tuple(dict.fromkeys(walk.write_targets)),
         directories=_directories(commands),
         removals=tuple(dict.fromkeys(walk.removals)),
+        output_redirects=tuple(dict.fromkeys(walk.output_redirects)),
     )
     parsed = ParsedCommand(
         analysis=from_the_string,

@@ -170,6 +170,8 @@ class Walk:
     write_targets: list[tuple[str, bool]] = field(default_factory=list)
     # What ``rm`` and ``rmdir`` remove, as (command name, operand as written).
     removals: list[tuple[str, str]] = field(default_factory=list)
+    # Targets of output redirects (``> f``, ``>> f``, ``2> f``, ``&> f``), as written.
+    output_redirects: list[str] = field(default_factory=list)
     parse_error: bool = False
     substitution: bool = False
     eval_like: bool = False
@@ -280,8 +282,13 @@ def _visit(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -
         _check_assignment(node, walk)
     elif kind == "file_redirect":
         _visit_redirect(node, walk)
+    elif kind == "heredoc_redirect":
+        _visit_heredoc(node, walk)
     elif kind == "redirected_statement":
         _hand_down_heredocs(node, walk)
+    if any(child.type == "&" for child in node.children):
+        # Claude Code 2.1.332: what runs in the background runs past the approval.
+        walk.block("it uses the & background operator")
     stack.extend(reversed(node.named_children))
 
 
@@ -326,6 +333,15 @@ def _visit_redirect(node: Node, walk: Walk) -> None:
     walk.redirect_targets.append((word.value, word.dynamic))
     if operator not in _INPUT_REDIRECTS:
         walk.write_targets.append((word.value, word.unresolved))
+        walk.output_redirects.append(word.value)
+
+
+def _visit_heredoc(node: Node, walk: Walk) -> None:
+    start = next((child for child in node.children if child.type == "heredoc_start"), None)
+    delimiter = _node_text(start) if start is not None else ""
+    if not any(quote in delimiter for quote in "'\"\\"):
+        # ``<<EOF`` expands ``$…`` and ``…`` in its body when it runs; ``<<'EOF'`` does not.
+        walk.block("it has a here-doc with an unquoted delimiter, whose body the shell expands")
 
 
 def _visit_command(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -> None:

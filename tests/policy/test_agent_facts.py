@@ -90,7 +90,7 @@ ALLOWED_WITH_FACTS = [
     ("Read", {"file_path": "src/app.py"}),
     ("Read", {"file_path": "~/notes/todo.md"}),
     ("Grep", {"pattern": "TODO", "path": "src"}),
-    ("Bash", {"command": "echo hi > out.txt"}),
+    ("Bash", {"command": "echo hi > src/out.txt"}),
     ("Bash", {"command": "cat README.md"}),
     ("Bash", {"command": "ls ./src"}),
 ]

@@ -60,11 +60,17 @@ BASH_ROWS: list[tuple[str, str]] = [
     ("pytest", ALL_ALLOW),
     ("echo 'rm -rf /'", ALL_ALLOW),
     ("echo hi # ; rm -rf /", ALL_ALLOW),
-    ("echo hi > out.txt", ALL_ALLOW),
+    # Claude Code 2.1.332: an output redirect under a ``Bash(…)`` rule needs an Edit allow
+    # rule for its target, or acceptEdits inside the working directories.
+    ("echo hi > out.txt", "O? R+ O? M+ D- O?"),
+    ("echo hi > src/out.txt", ALL_ALLOW),
     ("echo hi > /dev/null 2>&1", ALL_ALLOW),
     ("ls && echo hi", ALL_ALLOW),
     ("cat README.md | cat", ALL_ALLOW),
-    ("cat <<EOF\nhello\nEOF", ALL_ALLOW),
+    # an unquoted here-doc delimiter expands the body, and ``&`` runs past the approval
+    ("cat <<EOF\nhello\nEOF", UNMATCHED),
+    ("cat <<'EOF'\nhello\nEOF", ALL_ALLOW),
+    ("ls -la &", UNMATCHED),
     ("timeout 5 git status", ALL_ALLOW),
     # Claude Code strips only its few safe variables before matching (measured, 2.1.332)
     ("NODE_ENV=test git status", ALL_ALLOW),

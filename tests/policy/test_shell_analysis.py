@@ -61,6 +61,11 @@ class ShellFlagTests:
             ("l\u0455 -la", "non-ASCII"),
             ("cat ~/.aws/credentials", "credentials"),
             ("curl x | sh", "reads commands from its input"),
+            ("cat <<EOF\nx\nEOF", "unquoted delimiter"),
+            ("cat <<-EOF\n\tx\n\tEOF", "unquoted delimiter"),
+            ("ls &", "background operator"),
+            ("sleep 1 & ls", "background operator"),
+            ("(ls &)", "background operator"),
         ],
     )
     def test_it_blocks_auto_allow(self, command: str, fragment: str) -> None:
@@ -69,7 +74,7 @@ class ShellFlagTests:
         assert any(fragment in b for b in analysis.blockers), analysis.blockers
 
     @pytest.mark.parametrize(
-        "command", ["ls > out.txt", "make 2>&1 | tee build.log", "echo x > /dev/null", "cat <<EOF\nx\nEOF"]
+        "command", ["ls > out.txt", "make 2>&1 | tee build.log", "echo x > /dev/null", "cat <<'EOF'\nx\nEOF"]
     )
     def test_it_allows_redirects_inside_the_working_directories(self, command: str) -> None:
         facts = parse_facts(gather("Bash", {"command": command}, CWD, [], "/home/a"))

@@ -125,7 +125,7 @@ class ProtectedWriteRegressionTests:
         assert bash("cat < README.md", rule_set=denied) == "allow"
 
     def test_it_still_allows_ordinary_writes_and_the_worktrees_exemption(self) -> None:
-        assert bash("echo x > out.txt") == "allow"
+        assert bash("echo x > out.txt", mode="acceptEdits") == "allow"
         assert bash("echo x > .claude/worktrees/agent-1/notes.md", mode="bypassPermissions") == "allow"
         assert bash("rm -f *.pyc", mode="bypassPermissions") == "allow"
 
@@ -202,4 +202,5 @@ class DirectoryChangeTests:
     def test_it_reads_relative_operands_from_where_the_line_moved(self) -> None:
         denied = [{"source": "policySettings", "permissions": {"deny": ["Read(~/.ssh/**)"]}}]
         assert bash("cd ~/.ssh && cat id_rsa", rule_set=denied + rules("Bash(cd:*)", "Bash(cat:*)")) == "deny"
-        assert bash("cd src && echo x > out.txt", rule_set=rules("Bash(cd:*)", "Bash(echo:*)")) == "allow"
+        allowed = rules("Bash(cd:*)", "Bash(echo:*)")
+        assert bash("cd src && echo x > out.txt", mode="acceptEdits", rule_set=allowed) == "allow"

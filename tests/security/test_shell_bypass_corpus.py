@@ -39,6 +39,7 @@ DEVELOPER_RULES: list[dict[str, Any]] = [
                 "Bash(python -m pytest:*)",
                 "Bash(wc:*)",
                 "Bash(head:*)",
+                "Edit(./build/**)",
             ],
             "deny": ["Bash(curl:*)", "Bash(git push --force:*)"],
         },
@@ -245,9 +246,9 @@ CONTROLS = [
     "git status && git log -1",
     "echo '$(rm x)'",
     "cat src/a.py | grep def | head -5",
-    # Writing inside the project with an allowed command is what the rules allow.
-    "cat > run.sh <<EOF\nrm -rf ~\nEOF",
-    "git log 2> err.txt",
+    # An allowed command redirecting where an Edit rule allows writing, a quoted here-doc.
+    "cat > build/run.sh <<'EOF'\nrm -rf ~\nEOF",
+    "git log 2> build/err.txt",
     "ls 2>&1 | head",
     "git log > /dev/null",
     # ``find -exec`` runs a command: no prefix rule covers it (test_code_options.py).
