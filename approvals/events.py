@@ -129,6 +129,8 @@ def announce_finished(request: PermissionRequest, decision: Decision, *, at_subm
             },
         )
         for announcer in registry.announcers:
+            if at_submit and getattr(announcer, "asks_only", False):
+                continue
             _safely(announcer.name, announcer.request_finished, request, decision)
 
     transaction.on_commit(fire)

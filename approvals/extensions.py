@@ -32,7 +32,12 @@ class ClaimStore(Protocol):
 
 
 class Announcer(Protocol):
-    """A surface told about requests after their state committed (never before)."""
+    """A surface told about requests after their state committed (never before).
+
+    - An announcer with a true `asks_only` attribute hears `request_finished` only for
+      requests that were asks: a call the engine decided at submit was never shown to
+      anyone, so such a surface has nothing to take back (no chat card, no push).
+    """
 
     name: str
 

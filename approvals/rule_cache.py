@@ -45,12 +45,17 @@ _team_rule_caches: dict[int, _TeamRuleCache] = {}
 _COMPILED_PER_TEAM = 1024
 
 
-def compiled_rules_for(agent: Agent, session_id: str, cwd: str) -> tuple[policy.CompiledRules, dict[str, int]]:
+def compiled_rules_for(
+    agent: Agent, session_id: str, cwd: str, *, version: str | None = None
+) -> tuple[policy.CompiledRules, dict[str, int]]:
     """The engine's view of the rules that apply to one call, compiled once per rule set.
 
     Returns the compiled rules and a map from rule text+source to its `Rule.ask_timeout`.
+    - `version`: the team's rules version, when the caller read it already (submit reads
+      it with the rest of what it needs, `selectors.submit_context`); else it is read here.
     """
-    version = selectors.rules_version(agent.team_id)
+    if version is None:
+        version = selectors.rules_version(agent.team_id)
     cache = _team_rule_caches.get(agent.team_id)
     if cache is None or cache.rules.version != version:
         cache = _TeamRuleCache(selectors.team_rules(agent.team_id, version))

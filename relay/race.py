@@ -132,6 +132,7 @@ class Race:
     """Registered as an announcer: on each ask, start the automated racers."""
 
     name = "race"
+    asks_only = True  # racers only ever answer asks
 
     def __init__(self, racers: list[Racer] | None = None, *, workers: int = 8) -> None:
         self.racers: list[Racer] = list(racers or [])

@@ -51,6 +51,7 @@ from approvals.selectors.payloads import (
     request_payload,
 )
 from approvals.selectors.requests import (
+    SubmitContext,
     decision_for,
     grant_rule_for,
     joined_decision,
@@ -70,6 +71,7 @@ from approvals.selectors.requests import (
     requests_visible_to,
     same_call_key,
     session_gated_before_use,
+    submit_context,
 )
 from approvals.selectors.rules import (
     TeamRules,
@@ -94,6 +96,7 @@ __all__ = [
     "DENIAL_DIMENSIONS",
     "RUBBER_STAMP_MS",
     "ApproverStats",
+    "SubmitContext",
     "TeamRules",
     "agent_by_token_hash",
     "agent_in_team",
@@ -150,6 +153,7 @@ __all__ = [
     "saved_audit_filters",
     "session_gated_before_use",
     "sessions_in_denial_loops",
+    "submit_context",
     "team_by_name",
     "team_groups",
     "team_members",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -17,8 +19,63 @@ from approvals.models import (
     Decision,
     PermissionRequest,
     RequestState,
+    TeamSettings,
 )
 from policy import grants
+
+
+@dataclass(frozen=True)
+class SubmitContext:
+    """What a submit reads before the engine runs, in one statement (`submit_context`)."""
+
+    replayed: bool  # a request with this `tool_use_id` exists: read it, it answers the call
+    denial_state: dict[str, Any] | None  # the session's saved denial state; None when none is saved
+    paused: bool  # a stop switch covers the agent: read it with `pause_for`
+    rules_version: str  # see `rules_version`
+    team_settings: TeamSettings  # see `team_settings`
+
+
+# The team's settings, then what else a submit reads, in one statement. Without a session
+# there is no denial state to read.
+_SUBMIT_CONTEXT_SQL = """
+SELECT s.*,
+  (SELECT 1 FROM approvals_permissionrequest WHERE agent_id = %s AND tool_use_id = %s) AS gh_replayed,
+  {denials} AS gh_denial_state,
+  (SELECT 1 FROM approvals_pause WHERE team_id = %s AND (agent_id IS NULL OR agent_id = %s) LIMIT 1) AS gh_paused,
+  (SELECT version FROM approvals_rulesversion WHERE team_id = %s) AS gh_rules_version
+FROM (SELECT 1 AS gh_one) AS gh_call LEFT JOIN approvals_teamsettings AS s ON s.team_id = %s
+"""
+_WITH_SESSION = _SUBMIT_CONTEXT_SQL.format(
+    denials="(SELECT state FROM approvals_sessiondenials WHERE agent_id = %s AND session_id = %s)"
+)
+_WITHOUT_SESSION = _SUBMIT_CONTEXT_SQL.format(denials="NULL")
+
+
+def submit_context(*, agent: Agent, tool_use_id: str, session_id: str) -> SubmitContext:
+    """The replay check, denial state, stop switch, rules version and team settings of one call.
+
+    One statement instead of five, and written out rather than built by the ORM: every
+    auto-decided call pays it, and compiling those five reads as querysets took 1.3-1.6 ms
+    of CPU (of ~11 ms for a whole submit in process), this statement ~0.15 ms. The rare
+    answers (a replay, a pause) are read in full by the caller only when they are there.
+    """
+    denials = [agent.pk, session_id] if session_id else []
+    params = [agent.pk, tool_use_id, *denials, agent.team_id, agent.pk, agent.team_id, agent.team_id]
+    # `raw` maps the settings' columns onto a TeamSettings (with the database's converters)
+    # and hands the other columns over as attributes, unconverted.
+    row = next(iter(TeamSettings.objects.raw(_WITH_SESSION if session_id else _WITHOUT_SESSION, params)))
+    settings = row if row.pk is not None else TeamSettings(team_id=agent.team_id)
+    read: dict[str, Any] = vars(row)
+    denial_state = read["gh_denial_state"]
+    if isinstance(denial_state, str):  # JSON comes back as text on both databases
+        denial_state = json.loads(denial_state)
+    return SubmitContext(
+        replayed=bool(read["gh_replayed"]),
+        denial_state=denial_state,
+        paused=bool(read["gh_paused"]),
+        rules_version=read["gh_rules_version"] or "",
+        team_settings=settings,
+    )
 
 
 def request_by_tool_use_id(*, agent: Agent, tool_use_id: str) -> PermissionRequest | None:

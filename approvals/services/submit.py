@@ -59,13 +59,6 @@ def _engine_input(
     return doc
 
 
-def _stored_denial_state(agent: Agent, session_id: str) -> dict[str, Any] | None:
-    """The session's saved denial state; None when nothing is saved (or there is no session)."""
-    if not session_id:
-        return None
-    return SessionDenials.objects.filter(agent=agent, session_id=session_id).values_list("state", flat=True).first()
-
-
 def _run_pre_decision(doc: dict[str, Any], team_id: int) -> dict[str, Any]:
     """SPEC §4 step 3: PreToolUse webhooks and the classifier run in parallel.
 
@@ -124,23 +117,24 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
     - Raises `AuditUnavailable` when the outcome cannot be recorded.
     """
     tool_use_id = call.get("tool_use_id") or f"gh_{uuid.uuid4().hex}"
-    existing = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id)
+    context = selectors.submit_context(agent=agent, tool_use_id=tool_use_id, session_id=call.get("session_id") or "")
+    existing = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id) if context.replayed else None
     if existing is not None:
         return SubmitResult(_same_call(existing, call), selectors.decision_for(existing), created=False)
 
     started = time.perf_counter()
-    saved_denials = _stored_denial_state(agent, call.get("session_id", ""))
-    pause = selectors.pause_for(agent)
+    saved_denials = context.denial_state
+    pause = selectors.pause_for(agent) if context.paused else None
     # A paused agent's call asks no webhook and no classifier: the switch answers it.
     doc = _engine_input(agent, call, saved_denials, providers=pause is None)
-    compiled, timeouts = compiled_rules_for(agent, doc["session_id"], doc["cwd"])
+    compiled, timeouts = compiled_rules_for(agent, doc["session_id"], doc["cwd"], version=context.rules_version)
     verdict = policy.decide(doc, rules=compiled)
     if pause is not None:
         verdict = _paused(verdict, pause)
     floor = call.get("safety_floor")
     if isinstance(floor, dict) and verdict.behavior == "allow":
         verdict = _for_a_person(verdict)
-    team_settings = selectors.team_settings(agent.team_id)
+    team_settings = context.team_settings
     verdict, requirement = _quorum(agent, doc, verdict, team_settings)
     if verdict.behavior == "ask" and selectors.pending_count(agent) >= settings.GATEHOUSE_MAX_PENDING_PER_AGENT:
         verdict = _over_pending_limit(verdict)

@@ -591,6 +591,8 @@ class ChatBridge:
     """
 
     name: str = "chat"
+    # Only asks were posted: a call decided at submit has no card to edit (see `Announcer`).
+    asks_only = True
 
     def __init__(self, *, default_route: selectors.Route | None, queue: SendQueue) -> None:
         self.default_route = default_route  # the environment's: the default team's route

@@ -59,6 +59,7 @@ def publish_json(topic: str, notice: notify.Notice, tokens: dict[str, str]) -> d
 
 class NtfyAnnouncer:
     name = "ntfy"
+    asks_only = True  # only asks were published
 
     def __init__(self, base_url: str, token: str = "") -> None:
         self.base_url = base_url.rstrip("/")

@@ -43,6 +43,8 @@ class NoRedirects(requests.Session):
 
 class WebPushAnnouncer:
     name = "webpush"
+    # Only asks were pushed: a call decided at submit has no notification to clear.
+    asks_only = True
 
     def __init__(self) -> None:
         # One call per push service host at a time is plenty; no per-key pause needed.

@@ -49,10 +49,12 @@ class SubmitStatementTests:
         _, queries = _submit(ci_bot.agent, "toolu_2")
         assert not [q for q in queries if 'from "approvals_rule"' in q.lower()]
         assert not [q for q in queries if "savepoint" in q.lower()]
-        # Replay check, stop switch, rules version, denial state, webhooks, the team's approval
-        # settings (quorum, deadline); request, chain head, audit row, its search text
-        # (approvals.audit_search), the request naming its outcome row (and on PostgreSQL the
-        # chain's advisory lock).
-        assert len([q for q in queries if q not in ("BEGIN", "COMMIT")]) <= 12, queries
-        assert len([q for q in queries if '"approvals_teamsettings"' in q]) == 1, queries
-        assert len([q for q in queries if '"approvals_pause"' in q]) == 1, queries
+        # One read for the replay check, denial state, stop switch, rules version and the
+        # team's approval settings (selectors.submit_context); the webhooks; then the request,
+        # chain head, audit row, its search text (approvals.audit_search), the request naming
+        # its outcome row (and on PostgreSQL the chain's advisory lock).
+        assert len([q for q in queries if q not in ("BEGIN", "COMMIT")]) <= 8, queries
+        (context,) = [q for q in queries if "approvals_teamsettings" in q]
+        for table in ("approvals_permissionrequest", "approvals_sessiondenials", "approvals_pause", "rulesversion"):
+            assert table in context
+            assert len([q for q in queries if table in q and q.lstrip().startswith("SELECT")]) == 1, queries
