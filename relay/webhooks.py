@@ -230,13 +230,29 @@ def _unknown_hooks() -> dict[str, Any]:
     }
 
 
+# The team's enabled webhooks of one or two events (the same event twice for one), by id.
+_ENABLED_FOR_CALL_SQL = (
+    'SELECT * FROM "relay_webhook" WHERE team_id = %s AND enabled = %s AND event IN (%s, %s) ORDER BY id'
+)
+
+
+def _enabled_for_call(team_id: int, events: list[Webhook.Event]) -> list[Webhook]:
+    """The team's enabled webhooks of these events (one or two), by id.
+
+    Written out rather than built by the ORM: every call of every agent reads this, nearly
+    always to find nothing, and compiling the queryset cost ~0.3 ms of CPU per call.
+    """
+    first, second = events[0], events[-1]
+    return list(Webhook.objects.raw(_ENABLED_FOR_CALL_SQL, [team_id, True, str(first), str(second)]))
+
+
 def pre_decision(call: dict[str, Any], *, team_id: int) -> PreDecisionWork | None:
     """The `PreDecisionProvider`: which hooks apply is read here, on the request's thread;
     the returned work only calls them (in parallel with the classifier)."""
     headless = call.get("context") == "headless"
     events = [Webhook.Event.PRE_TOOL_USE] + ([Webhook.Event.PERMISSION_REQUEST] if headless else [])
     try:
-        hooks = list(Webhook.objects.filter(team_id=team_id, event__in=events, enabled=True).order_by("id"))
+        hooks = _enabled_for_call(team_id, events)
     except Exception:
         log.exception("PreToolUse webhooks could not be run")
         return _unknown_hooks

@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from approvals import selectors
 from approvals.api.errors import error_body
-from approvals.api.shapes import RequestOutputSerializer
+from approvals.api.shapes import request_output
 from approvals.waiting import wait_for_decision
 
 
@@ -50,7 +50,7 @@ def _decided_payload(request_id: uuid.UUID) -> dict[str, Any] | None:
     decision = selectors.decision_for(request)
     if decision is None:
         return None
-    return dict(RequestOutputSerializer(selectors.request_payload(request, decision)).data)
+    return request_output(selectors.request_payload(request, decision))
 
 
 def api_route(

@@ -31,6 +31,7 @@ from approvals.api.shapes import (
     ConflictSerializer,
     ErrorSerializer,
     RequestOutputSerializer,
+    request_output,
 )
 from approvals.auth import agent_of
 from approvals.calls import ToolCallSerializer
@@ -62,7 +63,7 @@ def audit_unavailable() -> Response:
 
 def request_response(request: PermissionRequest, decision: Decision | None, *, wait: float = 0) -> Response:
     """200 with the decision, or a 202 the async door may turn into a 200 by waiting."""
-    payload = RequestOutputSerializer(selectors.request_payload(request, decision)).data
+    payload = request_output(selectors.request_payload(request, decision))
     if decision is None:
         return PendingResponse(payload, request_id=request.pk, wait=wait)
     return Response(payload, status=200)

@@ -6,6 +6,8 @@ dicts the WebSocket sends, so an agent sees one shape over HTTP and WebSocket.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 
@@ -70,6 +72,17 @@ class RequestOutputSerializer(serializers.Serializer):
 
     class Meta:
         ref_name = "PermissionRequest"
+
+
+# Building a serializer deep-copies its fields (~0.25 ms of CPU for this one, on every
+# submit); representing through one shared instance costs ~0.02 ms. `to_representation`
+# keeps no state between calls, so threads may share the instance.
+_REQUEST_OUTPUT = RequestOutputSerializer()
+
+
+def request_output(payload: dict[str, Any]) -> dict[str, Any]:
+    """A `selectors.request_payload` in `RequestOutputSerializer`'s shape (what `.data` gives)."""
+    return dict(_REQUEST_OUTPUT.to_representation(payload))
 
 
 class ErrorDetailSerializer(serializers.Serializer):
