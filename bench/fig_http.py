@@ -21,11 +21,12 @@ from bench.stats import Figure, Row, ratio, summary_ms
 TITLE2 = "Auto-decided request over HTTP (Daphne)"
 TITLE3 = "Server choice: Uvicorn vs Daphne"
 BOTTLENECK = (
-    "the database round trips: an auto-decided submit is 11 SQL statements (it was 16-17: "
-    "rules are now cached per team behind a version row, denial state is written only on change, "
-    "no savepoints) against 1 for the no-op, each one a hop to a worker thread and back; with "
-    "the connection pool (now the default) a submit costs ~16 ms at c=1 and one process "
-    "serves ~60 submits/s against ~180 no-ops/s; the engine is ~0.1 ms"
+    "CPU, then round trips: an auto-decided submit costs 10-11.5 ms of server CPU against ~4 ms "
+    "for the no-op (12-17 ms before issue 22's changes), so one process is CPU-bound at 16 "
+    "connections; what is left is the ORM-built writes (request, audit row, search row, the "
+    "request naming it: ~1 ms), the doorbell's hop to the event loop and Redis, DRF validation "
+    "of the call, and 8 statements plus the commit after the token (the no-op: the token); the "
+    "engine is ~0.1 ms (docs/PERFORMANCE.md, Issue 22)"
 )
 BOTTLENECK3 = (
     "neither server is the bottleneck: both spend their time in the same Django/database work, "
