@@ -43,7 +43,11 @@ def flood_a_deaf_dashboard(srv: Any, cookie: str, agents: list[Any], asks: int) 
         url = f"{srv.ws_url}/ws/dashboard/"
         # max_queue=1: the client library stops reading the TCP stream after one frame, as a
         # client that never calls recv() does.
-        async with connect(url, additional_headers=headers, origin=Origin(srv.url), proxy=None, max_queue=1) as ws:
+        # ping_interval=None: a client that never reads never reads the server's pong either,
+        # and the library's own keepalive would close the socket first on a slow machine.
+        async with connect(
+            url, additional_headers=headers, origin=Origin(srv.url), proxy=None, max_queue=1, ping_interval=None
+        ) as ws:
             await ws.send('{"type": "subscribe"}')
             before = rss_mb(srv.process.pid)
             for n in range(asks):
