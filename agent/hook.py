@@ -559,6 +559,12 @@ def answer_binding(body: bytes) -> str:
     return "sha256=" + sha256(body).hexdigest()
 
 
+# Seconds of the hook's own deadline kept for the server's last answer after its last
+# wait: it applies --on-timeout (an audit row) and answers. On a loaded machine 1 s was
+# not always enough, and a late answer reads as "unreachable" (--on-unreachable).
+ANSWER_MARGIN = 2.0
+
+
 def decide(args: Options, event: str, body: bytes) -> bytes | None:
     """Ask Gatehouse until it decides or our deadline comes; return the hook output line."""
     client = Gatehouse(args.server, read_token(), time.monotonic() + max(args.timeout, 1.0))
@@ -588,8 +594,8 @@ def decide(args: Options, event: str, body: bytes) -> bytes | None:
             output = local_answer(event, args.on_timeout, "Nobody answered in Gatehouse before the hook's deadline.")
             return json_line(output) if output else None
         remaining = client.remaining()
-        wait = min(args.poll, max(remaining - 1.0, 0.0))
-        final = remaining - 1.0 <= args.poll
+        wait = min(args.poll, max(remaining - ANSWER_MARGIN, 0.0))
+        final = remaining - ANSWER_MARGIN <= args.poll
 
 
 def add_facts(raw: bytes, hook_input: dict[str, Any]) -> bytes:
