@@ -64,11 +64,18 @@ def _submit(agent: Any, command: str, key: str) -> Any:
     return services.request_submit(agent=agent, call={**ask_call(command), "tool_use_id": key}).request
 
 
+SNAPSHOT_PART_TIMEOUT = 60.0
+
+
 async def _snapshot(ws: Any) -> list[dict[str, Any]]:
-    """Every part of one snapshot, in order; each frame was read by a 1 MiB-limit client."""
-    frames = [await receive(ws)]
+    """Every part of one snapshot, in order; each frame was read by a 1 MiB-limit client.
+
+    450 cards take the server a few seconds to render; on a loaded 2-core machine more
+    than the usual frame timeout, so each part gets a minute (a bound, not a pause).
+    """
+    frames = [await receive(ws, SNAPSHOT_PART_TIMEOUT)]
     while frames[-1]["part"] < frames[-1]["parts"]:
-        frames.append(await receive(ws))
+        frames.append(await receive(ws, SNAPSHOT_PART_TIMEOUT))
     assert [f["part"] for f in frames] == list(range(1, frames[0]["parts"] + 1))
     assert all(f["type"] == "snapshot" and f["parts"] == frames[0]["parts"] for f in frames)
     return frames
