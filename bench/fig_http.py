@@ -21,8 +21,8 @@ from bench.stats import Figure, Row, ratio, summary_ms
 TITLE2 = "Auto-decided request over HTTP (Daphne)"
 TITLE3 = "Server choice: Uvicorn vs Daphne"
 BOTTLENECK = (
-    "CPU, then round trips: an auto-decided submit costs 10-11.5 ms of server CPU against ~4 ms "
-    "for the no-op (12-17 ms before issue 22's changes), so one process is CPU-bound at 16 "
+    "CPU, then round trips: an auto-decided submit costs 2.4-3x the no-op's server CPU "
+    "(4.1-5.7x before issue 22's changes), so one process is CPU-bound at 16 "
     "connections; what is left is the ORM-built writes (request, audit row, search row, the "
     "request naming it: ~1 ms), the doorbell's hop to the event loop and Redis, DRF validation "
     "of the call, and 8 statements plus the commit after the token (the no-op: the token); the "
