@@ -20,6 +20,9 @@ CHROMIUM_ARGS = [
 ]
 # The page must show a pushed request within a second (issue 5).
 PUSH_TIMEOUT_MS = 1000
+# A bound for any other event a page waits for (a vote pushed, a card greyed out): long
+# enough for a loaded 2-core machine, where 5 s was once too short; never a pause.
+EVENT_TIMEOUT_MS = 15_000
 
 
 def launch(playwright: Any) -> Any:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.browser.conftest import PUSH_TIMEOUT_MS, ask, wait_live
+from tests.e2e.browser.conftest import EVENT_TIMEOUT_MS, PUSH_TIMEOUT_MS, ask, wait_live
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -30,9 +30,9 @@ class BatchBarTests:
             "Allow all 3: Bash pytest -q from ci-bot, session s1"
         )
         bar.locator("button[value='once']").click()
-        page.wait_for_selector("#queue-status:text('Allowed 3 of 3 identical calls.')", timeout=5_000)
+        page.wait_for_selector("#queue-status:text('Allowed 3 of 3 identical calls.')", timeout=EVENT_TIMEOUT_MS)
         for req in (first, second, third):
-            page.wait_for_selector(f"#req-{req.pk}[data-state='decided'] .outcome-allow", timeout=5_000)
+            page.wait_for_selector(f"#req-{req.pk}[data-state='decided'] .outcome-allow", timeout=EVENT_TIMEOUT_MS)
         assert page.locator(".batch").count() == 0, "no bar is left once its calls are decided"
         assert page.locator(f"#req-{other.pk}[data-state='pending']").count() == 1
         assert Decision.objects.filter(request__in=[first, second, third], decided_by="alice").count() == 3

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.browser.conftest import PUSH_TIMEOUT_MS, ask, in_thread, wait_live
+from tests.e2e.browser.conftest import EVENT_TIMEOUT_MS, PUSH_TIMEOUT_MS, ask, in_thread, wait_live
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -52,7 +52,7 @@ class LiveQueueTests:
         assert answers and answers[0].status_code == 200, answers and answers[0].text
         decision = answers[0].json()["decision"]
         assert (decision["behavior"], decision["decided_by"], decision["surface"]) == ("allow", "alice", "web")
-        page.wait_for_selector(".card[data-state='decided'] .decider:text-is('alice')", timeout=5_000)
+        page.wait_for_selector(".card[data-state='decided'] .decider:text-is('alice')", timeout=EVENT_TIMEOUT_MS)
 
     def test_it_shows_a_second_browser_who_decided(self, page_for: Any, alice: Any, bob: Any, ci_bot: Any) -> None:
         req = ask(ci_bot.agent)
@@ -62,7 +62,7 @@ class LiveQueueTests:
         bob_page.wait_for_selector(f"#req-{req.pk}")
         alice_page.fill(f"#req-{req.pk} input[name='message']", "not on a Friday")
         alice_page.click(f"#req-{req.pk} button[value='deny']")
-        bob_page.wait_for_selector(f"#req-{req.pk}[data-state='decided']", timeout=5_000)
+        bob_page.wait_for_selector(f"#req-{req.pk}[data-state='decided']", timeout=EVENT_TIMEOUT_MS)
         outcome = bob_page.inner_text(f"#req-{req.pk} .outcome")
         assert "decided by alice via web" in outcome and "Denied" in outcome
         assert "not on a Friday" in outcome
@@ -73,7 +73,7 @@ class LiveQueueTests:
         wait_live(alice_page)
         wait_live(bob_page)
         alice_page.click(f"#req-{req.pk} input[name='message']")
-        bob_page.wait_for_selector(f"#req-{req.pk} .reviewing:text-is('alice is reviewing')", timeout=5_000)
+        bob_page.wait_for_selector(f"#req-{req.pk} .reviewing:text-is('alice is reviewing')", timeout=EVENT_TIMEOUT_MS)
 
     def test_it_greys_out_a_card_the_deadline_expired(self, page_for: Any, alice: Any, ci_bot: Any) -> None:
         from approvals import services
@@ -81,9 +81,9 @@ class LiveQueueTests:
         req = ask(ci_bot.agent)
         page = page_for(alice)
         wait_live(page)
-        page.wait_for_selector(f"#req-{req.pk} .countdown:has-text('left')", timeout=3_000)
+        page.wait_for_selector(f"#req-{req.pk} .countdown:has-text('left')", timeout=EVENT_TIMEOUT_MS)
         in_thread(services.request_expire, request=req)
-        page.wait_for_selector(f"#req-{req.pk}[data-state='expired']", timeout=5_000)
+        page.wait_for_selector(f"#req-{req.pk}[data-state='expired']", timeout=EVENT_TIMEOUT_MS)
         assert "Timed out" in page.inner_text(f"#req-{req.pk} .outcome")
         assert page.locator(f"#req-{req.pk} button").count() == 0
 
@@ -102,16 +102,18 @@ class QuorumQueueTests:
         wait_live(carol_page)
         req = ask(ci_bot.agent)
         card = f"#req-{req.pk}"
-        carol_page.wait_for_selector(f"{card} .quorum:has-text('0 of 2 — no approvals yet')", timeout=5_000)
+        carol_page.wait_for_selector(f"{card} .quorum:has-text('0 of 2 — no approvals yet')", timeout=EVENT_TIMEOUT_MS)
 
         alice_page.click(f"{card} button[value='once']")
         # Carol's card is pushed again with Alice's vote; it is still hers to decide.
-        carol_page.wait_for_selector(f"{card} .quorum:has-text('1 of 2 — alice approved')", timeout=5_000)
+        carol_page.wait_for_selector(f"{card} .quorum:has-text('1 of 2 — alice approved')", timeout=EVENT_TIMEOUT_MS)
         assert carol_page.get_attribute(card, "data-state") == "pending"
 
         carol_page.click(f"{card} button[value='once']")
         for page in (alice_page, carol_page):
-            page.wait_for_selector(f"{card}[data-state='decided'] .decider:text-is('alice and carol')", timeout=5_000)
+            page.wait_for_selector(
+                f"{card}[data-state='decided'] .decider:text-is('alice and carol')", timeout=EVENT_TIMEOUT_MS
+            )
         from approvals import selectors
 
         rows = in_thread(lambda: list(selectors.audit_rows({}, alice).values_list("kind", flat=True)))
