@@ -51,13 +51,18 @@ def agent_hook_outputs(outputs: Iterable[Any]) -> list[Any]:
 
 
 def engine_input(
-    call: Mapping[str, Any], *, registered_mode: str | None, denial_state: dict[str, Any] | None = None
+    call: Mapping[str, Any],
+    *,
+    registered_mode: str | None,
+    denial_state: dict[str, Any] | None = None,
+    unknown_tools: str = "ask",
 ) -> dict[str, Any]:
     """The `policy.decide` document for one call, before the pre-decision providers run.
 
     - `call` uses the submit vocabulary (`permission_mode`, `pre_tool_use_hooks`, …).
     - `registered_mode`: the agent's mode, which caps the requested one; None only for a
       person's explain without an agent, where the requested mode stands.
+    - `unknown_tools`: the team's answer to a tool the registry does not know (`ask`, `deny`).
     """
     requested = call.get("permission_mode")
     if registered_mode is None:
@@ -73,6 +78,7 @@ def engine_input(
         "context": call.get("context") or "interactive",
         "session_id": call.get("session_id") or "",
         "pre_tool_use_hooks": agent_hook_outputs(call.get("pre_tool_use_hooks") or []),
+        "unknown_tools": unknown_tools,
     }
     if call.get("home"):
         doc["home"] = call["home"]

@@ -10,7 +10,7 @@ from django import forms
 from django.utils import timezone
 
 from approvals import strict_json
-from approvals.models import Agent, Mode, Role, RuleBehavior, RuleScope, RuleSource, Team
+from approvals.models import Agent, Mode, Role, RuleBehavior, RuleScope, RuleSource, Team, UnknownTools
 from approvals.services import MAX_ANSWER_MESSAGE_CHARS, MAX_REMEMBER_HOURS, MIN_REMEMBER_HOURS
 from policy.decision import REASON_TYPES
 
@@ -254,6 +254,15 @@ class TeamSettingsForm(forms.Form):
     remind_after = forms.IntegerField(required=False, min_value=1, help_text="seconds; remind the same people")
     escalate_after = forms.IntegerField(required=False, min_value=1, help_text="seconds; escalate to on call")
     on_call_group = forms.RegexField(r"^[A-Za-z0-9_-]*$", required=False, max_length=64)
+    unknown_tools = forms.ChoiceField(
+        required=False,
+        choices=UnknownTools.choices,
+        help_text="a call to a tool Gatehouse does not know (a newer Claude Code's)",
+    )
+
+    def clean_unknown_tools(self) -> str:
+        # Like the checkbox beside it, a field left out of the post means its default.
+        return str(self.cleaned_data.get("unknown_tools") or UnknownTools.ASK)
 
 
 class TeamGroupsForm(forms.Form):

@@ -39,6 +39,13 @@ class Context(models.TextChoices):
     COORDINATOR = "coordinator", "coordinator"
 
 
+class UnknownTools(models.TextChoices):
+    """What a call to a tool Gatehouse does not know (a newer Claude Code's) gets."""
+
+    ASK = "ask", "ask a person"
+    DENY = "deny", "deny it"
+
+
 class Team(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -65,7 +72,7 @@ class Membership(models.Model):
 
 
 class TeamSettings(models.Model):
-    """A team's approval settings, changed by a team admin: quorum, deadlines, the escalation ladder.
+    """A team's approval settings, changed by a team admin: quorum, deadlines, the escalation ladder, unknown tools.
 
     Every duration is in seconds; None falls back to the next that applies (docs/POLICY.md).
     """
@@ -88,6 +95,8 @@ class TeamSettings(models.Model):
     remind_after = models.PositiveIntegerField(null=True, blank=True)
     escalate_after = models.PositiveIntegerField(null=True, blank=True)
     on_call_group = models.CharField(max_length=64, blank=True, default="on_call")
+    # A tool the registry does not know: a person decides (ask), or it is denied.
+    unknown_tools = models.CharField(max_length=8, choices=UnknownTools.choices, default=UnknownTools.ASK)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

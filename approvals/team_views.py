@@ -1,4 +1,4 @@
-"""The team settings page: quorum, risk classes, deadlines, the escalation ladder and groups (team admins)."""
+"""The team settings page: quorum, risk classes, deadlines, the ladder, unknown tools and groups (team admins)."""
 
 from __future__ import annotations
 

@@ -326,6 +326,8 @@ SPECTACULAR_SETTINGS = {
         "PermissionModeEnum": "approvals.models.Mode",
         "RuleSourceEnum": "approvals.models.RuleSource",
         "PersonRuleSourceEnum": "approvals.models.PERSON_SOURCES",
+        # A pause's answer and a team's unknown_tools: both ask a person or deny.
+        "AskOrDenyEnum": ["ask", "deny"],
     },
 }
 

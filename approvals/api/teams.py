@@ -1,4 +1,4 @@
-"""A team's approval settings over HTTP: quorum, risk classes, deadlines, the escalation ladder, groups."""
+"""A team's approval settings over HTTP: quorum, risk classes, deadlines, the ladder, unknown tools, groups."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from approvals import permissions, selectors, services
 from approvals.api.common import ApiView, IsPerson, StrictSerializer
 from approvals.api.shapes import ErrorSerializer
-from approvals.models import Team, TeamSettings
+from approvals.models import Team, TeamSettings, UnknownTools
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
 
@@ -36,6 +36,10 @@ class TeamSettingsOutputSerializer(serializers.Serializer):
     remind_after = serializers.IntegerField(allow_null=True, help_text="Seconds after the ask; null: no reminder.")
     escalate_after = serializers.IntegerField(allow_null=True, help_text="Seconds after the ask; null: no escalation.")
     on_call_group = serializers.CharField(help_text="The group the ladder escalates to.")
+    unknown_tools = serializers.ChoiceField(
+        choices=UnknownTools.values,
+        help_text="A call to a tool Gatehouse does not know (a newer Claude Code's): ask a person, or deny it.",
+    )
     groups = serializers.SerializerMethodField(help_text="Each group of the team and its members.")
 
     class Meta:
@@ -90,6 +94,7 @@ class TeamSettingsUpdateApi(ApiView):
         remind_after = seconds_field()
         escalate_after = seconds_field()
         on_call_group = serializers.RegexField(GROUP_NAME, max_length=64, required=False, allow_blank=True)
+        unknown_tools = serializers.ChoiceField(choices=UnknownTools.values, required=False)
 
         class Meta:
             ref_name = "TeamSettingsUpdate"

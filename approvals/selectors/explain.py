@@ -11,6 +11,7 @@ from approvals.models import (
     Rule,
     Team,
 )
+from approvals.selectors.identities import team_settings
 from approvals.selectors.rules import team_rules_applying
 
 
@@ -39,7 +40,8 @@ def explain_call(
     - Pre-decision providers (webhooks, the classifier) are not called: a dry run makes
       no network call on anyone's behalf.
     """
-    doc = engine_input(call, registered_mode=agent.default_mode if agent else None)
+    unknown_tools = team_settings(team_id).unknown_tools
+    doc = engine_input(call, registered_mode=agent.default_mode if agent else None, unknown_tools=unknown_tools)
     rules = team_rules_applying(team_id=team_id, agent=agent, session_id=doc["session_id"], cwd=doc["cwd"])
     compiled = policy.compile_rules(engine_rule_items(rules) + extra_rules)
     return policy.decide(doc, rules=compiled), rules

@@ -1,4 +1,4 @@
-"""A team's approval settings: quorum, risk classes, deadlines and the escalation ladder."""
+"""A team's approval settings: quorum, risk classes, deadlines, the escalation ladder, unknown tools."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings as django_settings
 from django.db import transaction
 
-from approvals.models import Membership, Team, TeamSettings
+from approvals.models import Membership, Team, TeamSettings, UnknownTools
 from approvals.services.outcomes import ServiceError
 from approvals.services.rules import MAX_APPROVALS
 
@@ -22,6 +22,7 @@ EDITABLE = (
     "remind_after",
     "escalate_after",
     "on_call_group",
+    "unknown_tools",
 )
 
 
@@ -60,6 +61,8 @@ def _check(values: TeamSettings) -> None:
         raise ServiceError("escalate_after must come after remind_after")
     if escalate is not None and not values.on_call_group:
         raise ServiceError("escalate_after needs an on_call_group to escalate to")
+    if values.unknown_tools not in UnknownTools.values:
+        raise ServiceError(f"unknown_tools must be one of {', '.join(UnknownTools.values)}")
 
 
 def team_group_set(*, team: Team, group: str, usernames: list[str]) -> list[str]:

@@ -44,9 +44,19 @@ log = logging.getLogger(__name__)
 
 
 def _engine_input(
-    agent: Agent, call: dict[str, Any], denial_state: dict[str, Any] | None, *, providers: bool = True
+    agent: Agent,
+    call: dict[str, Any],
+    denial_state: dict[str, Any] | None,
+    team_settings: TeamSettings,
+    *,
+    providers: bool = True,
 ) -> dict[str, Any]:
-    doc = engine_input(call, registered_mode=agent.default_mode, denial_state=denial_state)
+    doc = engine_input(
+        call,
+        registered_mode=agent.default_mode,
+        denial_state=denial_state,
+        unknown_tools=team_settings.unknown_tools,
+    )
     if agent.pinned_home:
         # A home a team admin pinned beats the one the agent claims.
         doc["home"] = agent.pinned_home
@@ -125,8 +135,9 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
     started = time.perf_counter()
     saved_denials = context.denial_state
     pause = selectors.pause_for(agent) if context.paused else None
+    team_settings = context.team_settings
     # A paused agent's call asks no webhook and no classifier: the switch answers it.
-    doc = _engine_input(agent, call, saved_denials, providers=pause is None)
+    doc = _engine_input(agent, call, saved_denials, team_settings, providers=pause is None)
     compiled, timeouts = compiled_rules_for(agent, doc["session_id"], doc["cwd"], version=context.rules_version)
     verdict = policy.decide(doc, rules=compiled)
     if pause is not None:
@@ -134,7 +145,6 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
     floor = call.get("safety_floor")
     if isinstance(floor, dict) and verdict.behavior == "allow":
         verdict = _for_a_person(verdict)
-    team_settings = context.team_settings
     verdict, requirement = _quorum(agent, doc, verdict, team_settings)
     if verdict.behavior == "ask" and selectors.pending_count(agent) >= settings.GATEHOUSE_MAX_PENDING_PER_AGENT:
         verdict = _over_pending_limit(verdict)
@@ -449,7 +459,7 @@ def _save_denial_state(agent: Agent, session_id: str, state: dict[str, Any]) -> 
 
 
 def _engine_decider(reason: dict[str, Any]) -> str:
-    # "rule Bash(git status)", "mode dontAsk", "other unknownTool": what, not just which kind;
+    # "rule Bash(git status)", "mode dontAsk", "other no permission needed": what, not just which kind;
     # "autopilot Bash(npm run test:*)" for an approval the autopilot made.
     kind = "autopilot" if reason.get("source") == RuleSource.AUTOPILOT else reason.get("type", "other")
     name = (

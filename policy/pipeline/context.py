@@ -102,6 +102,9 @@ def rule_keys(spec: ToolSpec) -> tuple[str, ...]:
         return (name, "Read") if name != "Read" else (name,)
     if kind == "mcp":
         return (name, "mcp__" + name.split("__")[1])
+    if kind == "bash" and name != "Bash":
+        # Monitor's command is checked as a Bash command: Bash rules apply to it.
+        return (name, "Bash")
     return (name,)
 
 

@@ -12,14 +12,14 @@ from policy import denials
 from policy.decision import Decision, hook_reason, simple_reason
 from policy.pipeline import hooks
 from policy.pipeline.context import CallContext, build_context
-from policy.pipeline.layers import deny_and_ask_rules, hook_forced, tool_and_modes
+from policy.pipeline.layers import deny_and_ask_rules, hook_forced, tool_and_modes, unknown_tool
 from policy.pipeline.request import Request, RequestError, parse_request
 from policy.pipeline.resolve import resolve_ask
 from policy.pipeline.state import Run, Verdict
 from policy.pipeline.unreported import unless_unreported
 from policy.rules.compiled import CompiledRules, compile_rules
 from policy.rules.parse import RuleSyntaxError
-from policy.tools import ToolSpec, lookup
+from policy.tools import ToolSpec, lookup, unknown_spec
 from policy.tools.validation import Disk, validate
 
 
@@ -49,23 +49,20 @@ def _decide(doc: Mapping[str, Any], given: CompiledRules | None, now: datetime, 
         request = parse_request(doc)
     except RequestError as exc:
         return _fail(run, "request", "invalid request", f"Invalid permission request: {exc}")
+    if not isinstance(request.tool_name, str) or not request.tool_name:
+        return _fail(run, "request", "invalid request", "Invalid permission request: tool_name must be a tool's name")
     found = lookup(request.tool_name)
-    run.tool_name = found.spec.name if found.spec else str(request.tool_name)
+    # A tool no entry knows (a newer CLI's) is not refused for that: a person decides.
+    spec = found.spec or unknown_spec(request.tool_name)
+    run.tool_name = spec.name
     run.tool_input = request.tool_input if isinstance(request.tool_input, dict) else {}
-    if found.spec is None:
-        return _fail(
-            run,
-            "toolLookup",
-            "unknownTool",
-            f"<tool_use_error>Error: No such tool available: {request.tool_name}</tool_use_error>",
-        )
     run.warnings.extend(found.warnings)
-    run.step("toolLookup", "found", tool=found.spec.name)
+    run.step("toolLookup", "found" if spec.known else "unknown", tool=spec.name)
     try:
         rules = _effective_rules(request.rules, given)
     except RuleSyntaxError as exc:
         return _fail(run, "rules", "invalid rule", f"Invalid permission rule: {exc}")
-    return _with_valid_input(request, found.spec, rules, now, run)
+    return _with_valid_input(request, spec, rules, now, run)
 
 
 def _with_valid_input(request: Request, spec: ToolSpec, rules: CompiledRules, now: datetime, run: Run) -> Decision:
@@ -118,7 +115,9 @@ def _with_valid_input(request: Request, spec: ToolSpec, rules: CompiledRules, no
         original = _original_input_rules(request, spec, checked.tool_input, rules, now, run)
         if original is not None and original.behavior == "deny":
             return _finish(request, ctx, original, run)
-    if outcome.behavior in ("allow", "ask"):
+    if not spec.known:
+        verdict = unknown_tool(request, rules, ctx, run)
+    elif outcome.behavior in ("allow", "ask"):
         verdict = hook_forced(outcome, rules, ctx, run)
     else:
         verdict = deny_and_ask_rules(rules, ctx, run) or tool_and_modes(

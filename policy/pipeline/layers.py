@@ -90,6 +90,9 @@ def tool_and_modes(
     validation_ask: str = "",
 ) -> Verdict:
     """Layers 1c, plan mode, 2a (bypass), 2b (allow rules) and 3 (ask)."""
+    recorded = recorded_check(ctx, run)
+    if recorded is not None:
+        return recorded
     check = check_tool(ctx)
     if validation_ask and check.behavior == "passthrough":
         # A semantic check that answered "ask" behaves like the tool's own ask.
@@ -108,6 +111,11 @@ def tool_and_modes(
         run.step("mode", "allow", mode=request.mode)
         return Verdict("allow", mode_reason("bypassPermissions"))
     run.step("mode", "noDecision", mode=request.mode)
+    if not ctx.spec.allow_rules_answer:
+        # Claude Code 2.1.332 asks for these under an allow rule too (a plan to approve, questions).
+        run.step("allowRules", "skipped", tool=ctx.spec.name)
+        detail = f"{ctx.spec.name} is asked even under an allow rule"
+        return Verdict("ask", simple_reason("other", detail), f"{ctx.spec.name} needs approval from a person.")
     allowed = find_rule(rules, "allow", ctx)
     if allowed is not None:
         run.step("allowRules", "allow", rule=allowed.text, source=allowed.source)
@@ -119,4 +127,50 @@ def tool_and_modes(
         "ask",
         simple_reason("other", "no rule allows this call"),
         f"{ctx.spec.name} needs approval: no rule allows this call.",
+    )
+
+
+def recorded_check(ctx: CallContext, run: Run) -> Verdict | None:
+    """What Claude Code 2.1.332 does with the tool whatever its input (the tool recording).
+
+    - a tool that needs no permission runs without asking, in every mode (after deny and
+      ask rules, which the caller has applied);
+    - a tool whose own check refuses every call is denied, by no rule or mode undone.
+    """
+    if not ctx.spec.needs_permission:
+        run.step("toolCheck", "allow", detail="no permission needed")
+        return Verdict("allow", simple_reason("other", "no permission needed"))
+    if ctx.spec.refusal:
+        run.step("toolCheck", "deny", detail=ctx.spec.refusal)
+        return Verdict("deny", simple_reason("other", ctx.spec.refusal), ctx.spec.refusal, forced=True)
+    return None
+
+
+def unknown_tool(request: Request, rules: CompiledRules, ctx: CallContext, run: Run) -> Verdict:
+    """A tool no registry entry knows (a newer CLI's): its rules, else the team's choice.
+
+    Deny and ask rules naming it apply, then an allow rule naming it (a person wrote it).
+    Otherwise a person decides: a reserved ask no mode, hook or classifier answers, or a
+    deny where the team set ``unknown_tools`` to deny.
+    """
+    ruled = deny_and_ask_rules(rules, ctx, run)
+    if ruled is not None:
+        return ruled
+    allowed = find_rule(rules, "allow", ctx)
+    if allowed is not None:
+        run.step("allowRules", "allow", rule=allowed.text, source=allowed.source)
+        return _rule_verdict(allowed, ctx)
+    run.step("allowRules", "noMatch")
+    name = ctx.spec.name
+    if request.unknown_tools == "deny":
+        run.step("unknownTool", "deny", setting="deny")
+        message = f"{name} is a tool Gatehouse does not know, and this team denies those."
+        return Verdict("deny", simple_reason("other", "unknown tool: the team denies unknown tools"), message)
+    run.step("unknownTool", "ask", setting="ask")
+    detail = "unknown tool: a person decides"
+    return Verdict(
+        "ask",
+        simple_reason("other", detail),
+        f"{name} is a tool Gatehouse does not know: a person decides.",
+        forced=True,
     )

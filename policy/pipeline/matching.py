@@ -75,9 +75,10 @@ def _read_deny_on_edit(rules: CompiledRules, ctx: CallContext) -> CompiledRule |
 def _whole_tool_allows(key: str, ctx: CallContext) -> bool:
     """Claude Code 2.1.332: a bare ``Edit`` allows Edit, not Write; a bare ``Read`` not Glob or Grep.
 
-    Content rules (``Edit(src/**)``, ``Read(//srv/**)``) cover the whole family.
+    Content rules (``Edit(src/**)``, ``Read(//srv/**)``) cover the whole family; so do
+    ``Bash(…)`` rules Monitor's command, which a bare ``Bash`` allow does not.
     """
-    return ctx.spec.kind not in ("read", "edit") or key == ctx.spec.name
+    return ctx.spec.kind not in ("read", "edit", "bash") or key == ctx.spec.name
 
 
 def _first_active(rules: Iterable[CompiledRule], now: datetime) -> CompiledRule | None:

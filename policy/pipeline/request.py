@@ -10,6 +10,8 @@ from policy.facts import NO_FACTS, AgentFacts, FactsError, parse_facts
 
 MODES = frozenset({"default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"})
 CONTEXTS = frozenset({"interactive", "headless", "coordinator"})
+# What happens to a tool the registry does not know (a newer CLI's): a person decides, or a deny.
+UNKNOWN_TOOLS = frozenset({"ask", "deny"})
 
 
 class RequestError(ValueError):
@@ -37,6 +39,7 @@ class Request:
     facts: AgentFacts = NO_FACTS
     # Project roots a team admin pinned for this agent: a cwd outside them never allows.
     pinned_roots: tuple[str, ...] = ()
+    unknown_tools: str = "ask"
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -85,6 +88,9 @@ def parse_request(doc: object) -> Request:
     context = _string(doc, "context", "interactive")
     if context not in CONTEXTS:
         raise RequestError(f"context {context!r} is not one of {', '.join(sorted(CONTEXTS))}")
+    unknown_tools = _string(doc, "unknown_tools", "ask")
+    if unknown_tools not in UNKNOWN_TOOLS:
+        raise RequestError(f"unknown_tools {unknown_tools!r} is not one of ask, deny")
     directories = _list(doc, "additional_directories")
     if not all(isinstance(d, str) for d in directories):
         raise RequestError("additional_directories must be a list of strings")
@@ -112,4 +118,5 @@ def parse_request(doc: object) -> Request:
         plan_from_bypass=doc.get("plan_from_bypass") is True,
         facts=facts,
         pinned_roots=tuple(pinned),
+        unknown_tools=unknown_tools,
     )

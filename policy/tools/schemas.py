@@ -32,6 +32,7 @@ class ReadInput(StrictInput):
     offset: int | None = Field(default=None, ge=0)
     limit: int | None = Field(default=None, ge=0)
     pages: str | None = None
+    allow_large: bool | None = None
 
 
 class WriteInput(StrictInput):
@@ -84,6 +85,7 @@ class LsInput(StrictInput):
 class WebFetchInput(StrictInput):
     url: str
     prompt: str
+    offset: int | None = Field(default=None, ge=0)
 
 
 class WebSearchInput(StrictInput):

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from policy.facts import NO_FACTS, AgentFacts
 from policy.paths import lexical_path, names_home
 from policy.tools import ToolSpec
+from policy.tools.json_schema import problems
 from policy.tools.schemas import dump_input
 from policy.urls import parse_web_url
 
@@ -51,6 +52,8 @@ def validate(spec: ToolSpec, raw: object, disk: Disk) -> Validation:
     """Run the schema phase, then the semantic phase only if the schema passed."""
     if not isinstance(raw, dict):
         return Validation(False, {}, _error(spec.name, "tool_input must be an object"))
+    if spec.schema is None:
+        return _validate_recorded(spec, raw)
     try:
         model = spec.schema.model_validate(raw)
     except ValidationError as exc:
@@ -66,6 +69,14 @@ def validate(spec: ToolSpec, raw: object, disk: Disk) -> Validation:
     if ask:
         return Validation(True, tool_input, message, ask=True)
     return Validation(False, tool_input, _error(spec.name, message))
+
+
+def _validate_recorded(spec: ToolSpec, raw: dict[str, Any]) -> Validation:
+    """Against the schema Claude Code sent for the tool (an unknown tool has none: any object)."""
+    found = problems(spec.json_schema, raw) if spec.json_schema is not None else []
+    if found:
+        return Validation(False, dict(raw), _error(spec.name, "; ".join(found[:5])))
+    return Validation(True, dict(raw))
 
 
 def _error(tool: str, detail: str) -> str:

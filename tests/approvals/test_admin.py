@@ -21,7 +21,7 @@ def staff(admin: Any) -> Client:
 @pytest.mark.django_db
 class AdminTests:
     def test_it_shows_every_model_page(self, staff: Client, ci_bot: Any) -> None:
-        services.request_submit(agent=ci_bot.agent, call={"tool_name": "Nope", "tool_use_id": "adm"})
+        services.request_submit(agent=ci_bot.agent, call={"tool_name": "TaskList", "tool_use_id": "adm"})
         for page in [
             "team",
             "membership",
@@ -37,7 +37,8 @@ class AdminTests:
         assert staff.get("/admin/auth/user/").status_code == 200
 
     def test_it_never_adds_changes_or_deletes_an_audit_row(self, staff: Client, ci_bot: Any) -> None:
-        result = services.request_submit(agent=ci_bot.agent, call={"tool_name": "Nope", "tool_use_id": "ro"})
+        call = {"tool_name": "TaskList", "tool_input": {"n": 1}, "tool_use_id": "ro"}  # denied: TaskList takes none
+        result = services.request_submit(agent=ci_bot.agent, call=call)
         row = result.decision
         assert row is not None
         assert staff.get("/admin/approvals/decision/add/").status_code == 403

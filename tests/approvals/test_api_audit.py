@@ -17,7 +17,9 @@ URL = "/api/v1/audit"
 
 
 def engine_decision(agent: Any, tool_use_id: str, **call: Any) -> Any:
-    result = services.request_submit(agent=agent, call={"tool_name": "Teleport", "tool_use_id": tool_use_id, **call})
+    """A call the engine denies at once: TaskList takes no input."""
+    call = {"tool_name": "TaskList", "tool_input": {"n": 1}, "tool_use_id": tool_use_id, **call}
+    result = services.request_submit(agent=agent, call=call)
     assert result.decision is not None
     return result.decision
 
@@ -34,7 +36,7 @@ class AuditListTests:
         second = engine_decision(ci_bot.agent, "a2")
         rows = api_as(alice).get(URL).json()["results"]
         assert [row["id"] for row in rows] == [second.pk, first.pk]
-        assert rows[0]["reason"] == {"type": "other", "detail": "unknownTool"}
+        assert rows[0]["reason"] == {"type": "other", "detail": "validation"}
         assert rows[0]["agent"] == "ci-bot"
         assert rows[0]["hash"] == second.hash
 
@@ -121,7 +123,7 @@ class AuditExportTests:
         rows = list(csv.DictReader(io.StringIO(streamed(response))))
         assert len(rows) == 3
         assert rows[0]["reason_type"] == "other"
-        assert json.loads(rows[0]["reason"]) == {"type": "other", "detail": "unknownTool"}
+        assert json.loads(rows[0]["reason"]) == {"type": "other", "detail": "validation"}
 
     def test_it_defuses_formulas_in_csv_cells(self, api_as: Any, alice: Any, ci_bot: Any, pending: Any) -> None:
         for prefix in ("=", "+", "-", "@"):
@@ -156,7 +158,7 @@ class AuditExportTests:
         monkeypatch.setattr(audit, "EXPORT_BATCH", 4)
         count = 2 * audit.EXPORT_BATCH + 1
         for index in range(count):
-            call = {**ASK_CALL, "tool_name": "Nope", "tool_use_id": f"b{index}"}
+            call = {**ASK_CALL, "tool_name": "TaskList", "tool_use_id": f"b{index}"}  # denied: TaskList takes no input
             services.request_submit(agent=ci_bot.agent, call=call)
         api = api_as(alice)
         lines = streamed(api.get(f"{URL}?format=jsonl")).splitlines()

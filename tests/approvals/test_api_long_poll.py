@@ -108,7 +108,7 @@ class LongPollTests:
 
     def test_it_streams_a_csv_export_through_daphne(self, server: LiveServer, ci_bot: Any, alice: Any) -> None:
         for index in range(3):
-            services.request_submit(agent=ci_bot.agent, call={"tool_name": "Nope", "tool_use_id": f"x{index}"})
+            services.request_submit(agent=ci_bot.agent, call={"tool_name": "TaskList", "tool_use_id": f"x{index}"})
         token = services.personal_token_create(user=alice)
         with (
             httpx.Client(base_url=server.url, timeout=30) as http,

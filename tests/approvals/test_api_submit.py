@@ -40,13 +40,13 @@ class SubmitTests:
         assert body["destructive_warning"]
         assert PermissionRequest.objects.get(pk=body["id"]).state == "pending"
 
-    def test_it_denies_an_unknown_tool_as_data_with_an_audit_row(self, ci_bot: Any) -> None:
-        response = Api(ci_bot.auth).post(URL, {"tool_name": "Teleport", "tool_input": {}})
+    def test_it_denies_a_malformed_call_as_data_with_an_audit_row(self, ci_bot: Any) -> None:
+        response = Api(ci_bot.auth).post(URL, {"tool_name": "TaskList", "tool_input": {"surprise": 1}})
         assert response.status_code == 200
         decision = response.json()["decision"]
         assert decision["behavior"] == "deny"
-        assert "No such tool" in decision["message"]
-        assert Decision.objects.filter(tool_name="Teleport").count() == 1
+        assert "InputValidationError: TaskList failed" in decision["message"]
+        assert Decision.objects.filter(tool_name="TaskList").count() == 1
 
     def test_it_returns_the_same_request_when_a_tool_use_id_is_replayed(self, ci_bot: Any) -> None:
         api = Api(ci_bot.auth)
@@ -64,7 +64,7 @@ class SubmitTests:
 
     def test_it_replays_a_decided_request_with_its_decision(self, ci_bot: Any) -> None:
         api = Api(ci_bot.auth)
-        call = {"tool_name": "Teleport", "tool_use_id": "toolu_decided"}
+        call = {"tool_name": "TaskList", "tool_use_id": "toolu_decided"}
         first = api.post(URL, call).json()
         again = api.post(URL, call)
         assert again.status_code == 200

@@ -51,7 +51,7 @@ class AuditArchiveTests:
         header, *lines = archived_lines(tmp_path / cut.file_name)
         assert header["start_hash"] == "0" * 64
         assert [line["id"] for line in lines] == [r.pk for r in rows[:3]]
-        assert lines[0]["request"]["tool_name"] == "Teleport"  # the request travels with its decision
+        assert lines[0]["request"]["tool_name"] == "TaskList"  # the request travels with its decision
         assert verify() == "" and verify(tmp_path) == ""
         decide_some(ci_bot.agent, 1)  # appends go on after the cut
         assert verify(tmp_path) == ""

@@ -22,7 +22,7 @@ def decide_some(agent: Any, count: int) -> list[Decision]:
     rows = []
     for index in range(count):
         result = services.request_submit(
-            agent=agent, call={"tool_name": "Teleport", "tool_input": {"n": index}, "tool_use_id": f"chain_{index}"}
+            agent=agent, call={"tool_name": "TaskList", "tool_input": {"n": index}, "tool_use_id": f"chain_{index}"}
         )
         assert result.decision is not None
         rows.append(result.decision)

@@ -154,7 +154,7 @@ class CheckpointScheduleTests:
         assert writer.maybe_write()  # the first pass anchors at once
         decide_some(ci_bot.agent, 2)
         assert not writer.maybe_write()
-        services.request_submit(agent=ci_bot.agent, call={"tool_name": "Teleport", "tool_use_id": "third"})
+        services.request_submit(agent=ci_bot.agent, call={"tool_name": "TaskList", "tool_use_id": "third"})
         assert writer.maybe_write()  # three new rows
         assert not writer.due(0, timezone.now())
         assert writer.due(0, timezone.now() + timedelta(minutes=10))
@@ -220,7 +220,7 @@ class UnanchoredWindowTests:
         decide_some(ci_bot.agent, 2)
         checkpoint()
         for n in range(rows_after):  # new tool_use_ids: decide_some's would replay the first rows
-            call = {"tool_name": "Teleport", "tool_input": {"n": n}, "tool_use_id": f"after_{n}"}
+            call = {"tool_name": "TaskList", "tool_input": {"n": n}, "tool_use_id": f"after_{n}"}
             assert services.request_submit(agent=ci_bot.agent, call=call).decision is not None
         report = verify_checkpoints(now=timezone.now() + timedelta(minutes=minutes_later))
         assert f"{rows_after} rows since, not yet anchored" in report.summary

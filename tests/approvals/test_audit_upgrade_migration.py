@@ -90,7 +90,7 @@ class AuditUpgradeMigrationTests:
             executor.migrate(newest)
         assert sorted(Decision.objects.values_list("format", flat=True)) == [1, 1, 1, 1]
         assert verify() == ""
-        call = {"tool_name": "Teleport", "tool_input": {"n": 1}, "tool_use_id": "after-upgrade"}
+        call = {"tool_name": "TaskList", "tool_input": {"n": 1}, "tool_use_id": "after-upgrade"}
         new = services.request_submit(agent=ci_bot.agent, call=call).decision
         assert new is not None and Decision.objects.get(pk=new.pk).format == CURRENT_FORMAT
         assert verify() == ""

@@ -3,8 +3,8 @@
 Every row lists the expected outcome in the six modes, in the order of ``MODES``. A code
 is ``<who><what>``: who decided (R rule, M bypass mode, D dontAsk, O no rule/ask left,
 C classifier, F auto fast path/safe tool, S safety check, W working directory, E
-acceptEdits, P plan mode, N tool needs no permission, V validation, U unknown tool) and
-``+`` allow, ``-`` deny, ``?`` ask.
+acceptEdits, P plan mode, N tool needs no permission, T the tool's own check, V
+validation, U unknown tool) and ``+`` allow, ``-`` deny, ``?`` ask.
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ CODES: dict[str, tuple[str, str, tuple[str, str]]] = {
     "E+": ("allow", "mode", ("toolCheck", "allow")),
     "P-": ("deny", "mode", ("mode", "deny")),
     "N+": ("allow", "other", ("toolCheck", "allow")),
+    "T-": ("deny", "other", ("toolCheck", "deny")),
     "V-": ("deny", "other", ("validation", "deny")),
-    "U-": ("deny", "other", ("toolLookup", "deny")),
+    "U?": ("ask", "other", ("unknownTool", "ask")),
+    "I-": ("deny", "other", ("request", "deny")),
 }
 
 ALL_DENY = "R- R- R- R- R- R-"
@@ -47,6 +49,8 @@ UNMATCHED_READONLY = "O? O? O? M+ D- C+"
 ASK_RULE = "R? R? R? R? D- R?"
 SAFETY_ASK = "S? S? S? S? D- S?"
 UNRESOLVED = "X? X? X? X? D- X?"
+NO_PERMISSION = "N+ N+ N+ N+ N+ N+"
+UNKNOWN = "U? U? U? U? D- U?"
 
 BASH_ROWS: list[tuple[str, str]] = [
     # plain allow rules: prefix, wildcard, exact
@@ -232,15 +236,29 @@ OTHER_ROWS: list[tuple[str, dict[str, Any], str]] = [
     ("mcp__github__delete_repo", {}, ALL_ALLOW),
     ("mcp__evil__anything", {}, ALL_DENY),
     ("mcp__other__tool", {"a": 1}, UNMATCHED),
-    ("Task", {"description": "d", "prompt": "p", "subagent_type": "Explore"}, ALL_ALLOW),
-    ("Agent", {"description": "d", "prompt": "p", "subagent_type": "Explore"}, ALL_ALLOW),
+    # Claude Code 2.1.332 runs Agent (Task) without asking; deny and ask rules still apply.
+    ("Task", {"description": "d", "prompt": "p", "subagent_type": "Explore"}, NO_PERMISSION),
+    ("Agent", {"description": "d", "prompt": "p", "subagent_type": "Explore"}, NO_PERMISSION),
     ("Task", {"description": "d", "prompt": "p", "subagent_type": "General"}, ALL_DENY),
-    ("Task", {"description": "d", "prompt": "p", "subagent_type": "Plan"}, UNMATCHED),
-    ("TodoWrite", {"todos": [{"content": "x", "status": "pending"}]}, "N+ N+ N+ N+ N+ N+"),
-    ("ExitPlanMode", {"plan": "x"}, "N+ N+ N+ N+ N+ N+"),
+    ("Task", {"description": "d", "prompt": "p", "subagent_type": "Plan"}, NO_PERMISSION),
+    ("TodoWrite", {"todos": [{"content": "x", "status": "pending"}]}, NO_PERMISSION),
+    ("TaskList", {}, NO_PERMISSION),
+    ("CronCreate", {"cron": "0 9 * * 1", "prompt": "standup"}, NO_PERMISSION),
+    ("Skill", {"skill": "dataviz"}, NO_PERMISSION),
+    # A plan to approve: asked even under an allow rule, like Claude Code.
+    ("ExitPlanMode", {"plan": "x"}, "O? O? O? M+ D- F+"),
+    ("Workflow", {"name": "deep-research"}, UNMATCHED),
+    ("ReadMcpResourceDirTool", {"server": "s", "uri": "s://x"}, "T- T- T- T- T- T-"),
+    # Monitor's command is checked as a Bash command.
+    ("Monitor", {"description": "d", "timeout_ms": 1000, "command": "git status"}, ALL_ALLOW),
+    ("Monitor", {"description": "d", "timeout_ms": 1000, "command": "rm -rf build"}, ALL_DENY),
+    ("Monitor", {"description": "d", "timeout_ms": 1000, "command": "git push origin main"}, ASK_RULE),
+    ("Monitor", {"description": "d", "timeout_ms": 1000, "command": "make build"}, UNMATCHED),
+    ("CronCreate", {"cron": "0 9 * * 1"}, "V- V- V- V- V- V-"),
+    ("TaskList", {"surprise": True}, "V- V- V- V- V- V-"),
     ("WebSearch", {"query": "python"}, "O? O? O? M+ D- F+"),
-    ("KillShell", {"shell_id": "1"}, UNMATCHED),
-    ("KillBash", {"shell_id": "1"}, UNMATCHED),
+    ("KillShell", {"shell_id": "1"}, NO_PERMISSION),
+    ("KillBash", {"shell_id": "1"}, NO_PERMISSION),
     ("Bash", {"command": ""}, "V- V- V- V- V- V-"),
     ("Bash", {"command": 5}, "V- V- V- V- V- V-"),
     ("Bash", {"command": "ls", "timeout": "not-a-number"}, "V- V- V- V- V- V-"),
@@ -249,9 +267,11 @@ OTHER_ROWS: list[tuple[str, dict[str, Any], str]] = [
     ("Edit", {"file_path": "src/a.py", "old_string": "x", "new_string": "x"}, "V- V- V- V- V- V-"),
     ("Edit", {"file_path": "src/missing.py", "old_string": "x", "new_string": "y"}, "V- V- V- V- V- V-"),
     ("NotebookEdit", {"notebook_path": "src/a.py", "new_source": "x"}, "V- V- V- V- V- V-"),
-    ("Hallucinated", {"x": 1}, "U- U- U- U- U- U-"),
-    ("mcp__", {}, "U- U- U- U- U- U-"),
-    ("bash", {"command": "ls"}, "U- U- U- U- U- U-"),
+    # A tool Gatehouse does not know (a newer CLI's): a person decides, whatever the mode.
+    ("Hallucinated", {"x": 1}, UNKNOWN),
+    ("mcp__", {}, UNKNOWN),
+    ("bash", {"command": "ls"}, UNKNOWN),
+    ("", {}, "I- I- I- I- I- I-"),
 ]
 
 

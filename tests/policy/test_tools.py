@@ -35,8 +35,8 @@ class ToolLookupTests:
 
     def test_it_warns_about_a_deprecated_alias(self) -> None:
         decision = decide(request("KillBash", {"shell_id": "7"}))
-        assert decision.tool_name == "KillShell"
-        assert decision.warnings == ["Tool name 'KillBash' is deprecated; use 'KillShell' instead."]
+        assert decision.tool_name == "TaskStop"
+        assert decision.warnings == ["Tool name 'KillBash' is deprecated; use 'TaskStop' instead."]
 
     def test_it_passes_mcp_tools_through_with_any_input(self) -> None:
         found = tools.lookup("mcp__db__query")
@@ -44,11 +44,11 @@ class ToolLookupTests:
         decision = decide(request("mcp__db__query", {"sql": "select 1", "n": [1, {"x": None}]}))
         assert decision.tool_input == {"sql": "select 1", "n": [1, {"x": None}]}
 
-    def test_it_answers_an_unknown_tool_as_a_model_readable_error(self) -> None:
-        decision = decide(request("Hallucinated", {}))
-        assert decision.behavior == "deny"
-        assert decision.reason == {"type": "other", "detail": "unknownTool"}
-        assert "No such tool available: Hallucinated" in decision.message
+    def test_it_leaves_an_unknown_tool_to_a_person(self) -> None:
+        decision = decide(request("Hallucinated", {"any": ["input"]}))
+        assert decision.behavior == "ask" and decision.reserved
+        assert decision.reason == {"type": "other", "detail": "unknown tool: a person decides"}
+        assert decision.tool_input == {"any": ["input"]}
 
 
 class ValidationTests:
@@ -89,6 +89,25 @@ class ValidationTests:
         assert decision.behavior == "ask"
         assert decision.reason["type"] == "safetyCheck"
         assert "private" in decision.reason["detail"]
+
+    def test_it_checks_a_recorded_tool_against_claude_codes_schema(self) -> None:
+        missing = decide(request("CronCreate", {"cron": "0 9 * * 1"}))
+        assert missing.behavior == "deny"
+        assert missing.message == (
+            "<tool_use_error>InputValidationError: CronCreate failed: prompt: Field required</tool_use_error>"
+        )
+        extra = decide(request("CronCreate", {"cron": "0 9 * * 1", "prompt": "p", "surprise": 1}))
+        assert "surprise: Extra inputs are not permitted" in extra.message
+        wrong = decide(request("CronCreate", {"cron": "0 9 * * 1", "prompt": "p", "recurring": "yes"}))
+        assert "recurring: Input should be of type boolean" in wrong.message
+        enum = decide(request("ExitWorktree", {"action": "destroy"}))
+        assert "action: Input should be one of 'keep', 'remove'" in enum.message
+
+    def test_it_takes_what_claude_code_2_1_332_sends_to_its_own_tools(self) -> None:
+        read = decide(request("Read", {"file_path": "README.md", "allow_large": True}))
+        fetch = decide(request("WebFetch", {"url": "https://docs.python.org/3/", "prompt": "p", "offset": 2}))
+        assert read.reason != {"type": "other", "detail": "validation"}
+        assert fetch.behavior == "allow"
 
     def test_it_rejects_a_non_object_input(self) -> None:
         decision = decide(request("Bash", ["ls"]))  # type: ignore[arg-type]

@@ -150,8 +150,8 @@ class PayloadSubmission:
                 "tool_use_id": f"toolu_{name}",
             }
             requests.append(services.request_submit(agent=ci_bot.agent, call=call).request)
-        # An unknown tool named like a formula is audited as it came.
-        services.request_submit(
+        # An unknown tool named like a formula waits for a person, and is audited as it came.
+        unknown = services.request_submit(
             agent=ci_bot.agent,
             call={
                 "tool_name": PAYLOADS["formula"],
@@ -159,10 +159,11 @@ class PayloadSubmission:
                 "session_id": "@SUM(1+1)",
                 "tool_use_id": "toolu_f",
             },
-        )
-        services.request_decide(
-            request_id=requests[0].pk, behavior="deny", surface="api", user=alice, message=PAYLOADS["script"]
-        )
+        ).request
+        for request in (requests[0], unknown):
+            services.request_decide(
+                request_id=request.pk, behavior="deny", surface="api", user=alice, message=PAYLOADS["script"]
+            )
         return requests
 
 

@@ -48,7 +48,8 @@ def in_parallel(work: Callable[[Item], Result], items: list[Item], jobs: int) ->
 
 
 def catalogue(jobs: int) -> dict[str, dict[str, Any]]:
-    """Every tool some offer shows: its schema, where it is offered and where it can be called."""
+    """Every tool some offer shows: where it is first offered, and its schema as the first
+    offer that sends one (``called_with``, where its probes run) has it."""
     runs = in_parallel(cli.run, list(cli.OFFERS), jobs)
     tools: dict[str, dict[str, Any]] = {}
     for offer, run in zip(cli.OFFERS, runs, strict=True):
@@ -59,7 +60,7 @@ def catalogue(jobs: int) -> dict[str, dict[str, Any]]:
                 continue  # the MCP server's own tool, not Claude Code's
             entry = tools.setdefault(name, {"offered": offer.name, "deferred": False})
             if "input_schema" not in entry:
-                entry.update(input_schema=tool.get("input_schema") or {}, probe_offer=offer.name)
+                entry.update(input_schema=tool.get("input_schema") or {}, called_with=offer.name)
     return tools
 
 
@@ -83,7 +84,7 @@ def outcome(offer: cli.Offer, name: str, probe: Probe, rules: dict[str, list[str
 
 def probe_tool(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     """One tool's probes without rules, then under rules naming it (on the probe that asked, if one did)."""
-    offer = _offer(entry["probe_offer"])
+    offer = _offer(entry["called_with"])
     tried = probes(name, entry["input_schema"])
     plain = [{**probe.as_json(), "claude": outcome(offer, name, probe)} for probe in tried]
     asked = next((i for i, p in enumerate(plain) if p["claude"]["behavior"] == "ask"), 0)
@@ -127,8 +128,7 @@ def record(jobs: int, only: list[str] | None = None) -> dict[str, Any]:
     probed = dict(zip(names, in_parallel(lambda n: probe_tool(n, tools[n]), names, jobs), strict=True))
     entries = []
     for name in names:
-        found = {k: v for k, v in tools[name].items() if k != "probe_offer"}
-        entries.append({"name": name, **summary(name, probed[name]), **found, **probed[name]})
+        entries.append({"name": name, **summary(name, probed[name]), **tools[name], **probed[name]})
     old = (
         {}
         if only is not None
