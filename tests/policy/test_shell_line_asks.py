@@ -124,7 +124,7 @@ class OutputRedirectTests:
 
 
 # The agent reports that ``out`` in the project is a symlink to /srv/outside.
-LINK_FACTS = {
+LINK_FACTS: dict[str, Any] = {
     "home": HOME,
     "paths": {
         CWD: {"real": CWD, "exists": True, "dir": True},
