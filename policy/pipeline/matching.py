@@ -13,9 +13,12 @@ from datetime import datetime
 from policy.paths import HARMLESS_DEVICES, NormalPath, inside_any, is_inside, looks_like_path
 from policy.pipeline.context import CallContext
 from policy.pipeline.toolcheck import symlink_escape
+from policy.pipeline.unasked import read_only_command
 from policy.rules.compiled import CompiledRule, CompiledRules, RuleIndex
+from policy.shell import ShellAnalysis
 from policy.shell.commands import keyed_forms
 from policy.shell.environment import safe_assignment
+from policy.shell.unasked import read_operands
 
 _CONTENT_FIELDS = {"Task": "subagent_type", "Skill": "skill", "SlashCommand": "command"}
 
@@ -54,7 +57,7 @@ def find_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> Compiled
         if behavior != "allow" or _whole_tool_allows(key, ctx):
             best = _stronger(best, _first_active(index.whole_tool, ctx.now))
         if content:
-            best = _stronger(best, _content_match(index, behavior, ctx))
+            best = _stronger(best, _content_match(index, behavior, ctx, rules))
     if behavior != "allow" and ctx.analysis is not None:
         best = _stronger(best, _bash_path_rule(rules, behavior, ctx))
     if behavior == "deny" and ctx.spec.kind == "edit":
@@ -88,16 +91,19 @@ def _first_active(rules: Iterable[CompiledRule], now: datetime) -> CompiledRule 
     return None
 
 
-def _content_match(index: RuleIndex, behavior: str, ctx: CallContext) -> CompiledRule | None:
+def _content_match(index: RuleIndex, behavior: str, ctx: CallContext, rules: CompiledRules) -> CompiledRule | None:
     if not index.other and not index.by_word:
         return None
     kind = ctx.spec.kind
     if kind == "bash":
-        return _bash_match(index, behavior, ctx)
+        return _bash_match(index, behavior, ctx, rules)
     if kind in ("read", "edit"):
         # As in Claude Code 2.1.332, a Read deny of ``src/**`` covers a search of ``src``
         # itself, and ``Read(~/.ssh/**)`` a Glob of ``~/.ssh``.
-        return _path_match(index, behavior, ctx, ctx.paths, directories=kind == "read" and behavior != "allow")
+        found = _path_match(index, behavior, ctx, ctx.paths, directories=kind == "read" and behavior != "allow")
+        if found is None and behavior == "allow" and kind == "read" and ctx.spec.name != "Read":
+            found = _search_allow(index, ctx)
+        return found
     if kind == "web":
         host = ctx.host or ""
         return _first_active((r for r in index.other if r.domain is not None and r.domain.matches(host)), ctx.now)
@@ -111,7 +117,7 @@ def _content_match(index: RuleIndex, behavior: str, ctx: CallContext) -> Compile
 # --- Bash -----------------------------------------------------------------------
 
 
-def _bash_match(index: RuleIndex, behavior: str, ctx: CallContext) -> CompiledRule | None:
+def _bash_match(index: RuleIndex, behavior: str, ctx: CallContext, rules: CompiledRules) -> CompiledRule | None:
     analysis = ctx.analysis
     if analysis is None or not analysis.commands:
         return None
@@ -121,8 +127,10 @@ def _bash_match(index: RuleIndex, behavior: str, ctx: CallContext) -> CompiledRu
         if not analysis.can_auto_allow:
             return None
         first: CompiledRule | None = None
-        for command in analysis.commands:
+        for position, command in enumerate(analysis.commands):
             rule = _command_rules(index, command.allow_forms, ctx.now)
+            if rule is None and _read_only_part(analysis, position, rules, ctx):
+                continue  # Claude Code 2.1.332 needs no rule for a read-only part
             if rule is None:
                 return None
             first = first or rule
@@ -132,6 +140,13 @@ def _bash_match(index: RuleIndex, behavior: str, ctx: CallContext) -> CompiledRu
     for command in analysis.commands:
         best = _stronger(best, _command_rules(index, command.deny_forms, ctx.now))
     return best
+
+
+def _read_only_part(analysis: ShellAnalysis, position: int, rules: CompiledRules, ctx: CallContext) -> bool:
+    """A read-only command of a plain line, reading where it may (working directories, Read allow rules)."""
+    if analysis.grouped:
+        return False
+    return read_only_command(analysis, position, ctx, lambda path: _path_allowed(rules, "Read", path, ctx))
 
 
 def _beyond_content_rules(rules: CompiledRules, ctx: CallContext) -> bool:
@@ -224,20 +239,35 @@ def _first_command_match(bucket: list[CompiledRule], form: str, now: datetime) -
 def _bash_path_rule(rules: CompiledRules, behavior: str, ctx: CallContext) -> CompiledRule | None:
     """Apply Read/Edit deny and ask rules to paths a shell command names.
 
-    A Read rule also meets an operand as a directory searched (``grep -r x src`` under
-    ``Read(./src/**)``), as in Claude Code 2.1.332.
+    - A Read rule meets every operand, also as a directory searched (``grep -r x src``
+      under ``Read(./src/**)``), as in Claude Code 2.1.332.
+    - An Edit rule meets every operand but what a read-only command reads: ``cat
+      docs/guide.md`` edits nothing (Claude Code lets it through ``Edit(./docs/**)``), while
+      ``vim docs/guide.md`` or ``sed -i … docs/guide.md`` may.
     """
-    indexes = []
-    for family in ("Read", "Edit"):
-        index = rules.lookup(family, behavior)
-        if index is not None and index.other:
-            indexes.append((index, family == "Read"))
-    if not indexes or ctx.analysis is None:
+    if ctx.analysis is None:
         return None
-    paths = ctx.shell_operand_paths()
-    if not paths:
-        return None
-    return strongest(_path_match(i, behavior, ctx, paths, directories=d) for i, d in indexes)
+    found: list[CompiledRule | None] = []
+    read = rules.lookup("Read", behavior)
+    if read is not None and read.other:
+        found.append(_path_match(read, behavior, ctx, ctx.shell_operand_paths(), directories=True))
+    edit = rules.lookup("Edit", behavior)
+    if edit is not None and edit.other:
+        found.append(_path_match(edit, behavior, ctx, _edited_operand_paths(ctx.analysis, ctx)))
+    return strongest(found)
+
+
+def _edited_operand_paths(analysis: ShellAnalysis, ctx: CallContext) -> list[NormalPath]:
+    """Every operand of a command that is not read-only, and every file the line writes."""
+    words = [
+        word
+        for command in analysis.commands
+        if read_operands(command) is None
+        for word in command.words[1:]
+        if word and not word.startswith("-")
+    ]
+    words += [target for target, _ in analysis.write_targets]
+    return [ctx.resolver.normalise(s) for word in dict.fromkeys(words) for s in analysis.relative_spellings(word)]
 
 
 # --- Paths ----------------------------------------------------------------------
@@ -262,6 +292,26 @@ def _path_match(
         if all(results) if behavior == "allow" else any(results):
             return rule
     return None
+
+
+def _search_allow(index: RuleIndex, ctx: CallContext) -> CompiledRule | None:
+    """Glob, Grep, LS: ``Read(//srv/data/**)`` allows a search of ``/srv/data`` itself.
+
+    Each searched path lies in a working directory or, as a directory, under the rule
+    (as written and where the agent reported it leads), as in Claude Code 2.1.332.
+    """
+    found: CompiledRule | None = None
+    for path in ctx.paths:
+        if inside_any(path, ctx.roots):
+            continue
+        if not path.known:
+            return None
+        directory = NormalPath(_in_directory(path.lexical), _in_directory(path.real))
+        rule = _path_match(index, "allow", ctx, [directory])
+        if rule is None:
+            return None
+        found = found or rule
+    return found
 
 
 def _in_directory(path: str) -> str:

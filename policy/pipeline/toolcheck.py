@@ -16,6 +16,7 @@ from policy.paths import (
     protected_reason,
 )
 from policy.pipeline.context import CallContext
+from policy.pipeline.unasked import accept_edits_line, read_only_line
 from policy.shell import ShellAnalysis
 from policy.urls import private_reason
 
@@ -71,6 +72,11 @@ def _check_bash(ctx: CallContext) -> ToolCheck:
             f"This command needs approval: {protected}.",
             final=True,
         )
+    if read_only_line(analysis, ctx):
+        # As Claude Code 2.1.332 does in every mode (deny and ask rules have had their say).
+        return ToolCheck("allow", simple_reason("workingDirectory", "read-only command inside the working directories"))
+    if ctx.mode == "acceptEdits" and accept_edits_line(analysis, ctx):
+        return ToolCheck("allow", mode_reason("acceptEdits", "file commands inside the working directories"))
     if analysis.can_auto_allow:
         return PASSTHROUGH
     detail = "; ".join(analysis.blockers) or "the command is empty"

@@ -48,6 +48,8 @@ class ShellAnalysis:
     removals: tuple[tuple[str, str], ...] = ()
     # Output redirect targets as written (``> out.txt``, ``2>> log``), devices included.
     output_redirects: tuple[str, ...] = ()
+    # More than a plain list of commands: a subshell, a ``{ … }`` group, a loop, ``if``.
+    grouped: bool = False
 
     def relative_spellings(self, path: str) -> list[str]:
         """``path`` as given, and as seen from each directory the line moves to."""
@@ -186,6 +188,7 @@ def _parse(command: str) -> ParsedCommand:
         directories=_directories(commands),
         removals=tuple(dict.fromkeys(walk.removals)),
         output_redirects=tuple(dict.fromkeys(walk.output_redirects)),
+        grouped=walk.grouped,
     )
     parsed = ParsedCommand(
         analysis=from_the_string,

@@ -80,6 +80,18 @@ FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
 _REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _SKIP_DESTINATION = frozenset({"file_descriptor", "number"})
 _INPUT_REDIRECTS = frozenset({"<", "<&"})
+_GROUPS = frozenset(
+    {
+        "subshell",
+        "compound_statement",
+        "if_statement",
+        "while_statement",
+        "for_statement",
+        "c_style_for_statement",
+        "case_statement",
+        "negated_command",
+    }
+)
 
 
 def parser() -> Parser:
@@ -172,6 +184,8 @@ class Walk:
     removals: list[tuple[str, str]] = field(default_factory=list)
     # Targets of output redirects (``> f``, ``>> f``, ``2> f``, ``&> f``), as written.
     output_redirects: list[str] = field(default_factory=list)
+    # A subshell, ``{ … }`` group, loop, ``if`` or ``!``: more than a plain list of commands.
+    grouped: bool = False
     parse_error: bool = False
     substitution: bool = False
     eval_like: bool = False
@@ -286,6 +300,8 @@ def _visit(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -
         _visit_heredoc(node, walk)
     elif kind == "redirected_statement":
         _hand_down_heredocs(node, walk)
+    elif kind in _GROUPS:
+        walk.grouped = True
     if any(child.type == "&" for child in node.children):
         # Claude Code 2.1.332: what runs in the background runs past the approval.
         walk.block("it uses the & background operator")

@@ -17,19 +17,19 @@ URL = "/api/v1/permission-requests"
 @pytest.mark.django_db
 class SubmitTests:
     def test_it_answers_200_with_the_rule_that_decided(self, ci_bot: Any, default_team: Any) -> None:
-        Rule.objects.create(rule="Bash(git status)", behavior="allow", source="projectSettings", team=default_team)
-        response = Api(ci_bot.auth).post(URL, {"tool_name": "Bash", "tool_input": {"command": "git status"}})
+        Rule.objects.create(rule="Bash(make build)", behavior="allow", source="projectSettings", team=default_team)
+        response = Api(ci_bot.auth).post(URL, {"tool_name": "Bash", "tool_input": {"command": "make build"}})
         assert response.status_code == 200, response.content
         body = response.json()
         assert body["status"] == "decided"
         assert body["decision"]["behavior"] == "allow"
         assert body["decision"]["reason"] == {
             "type": "rule",
-            "rule": "Bash(git status)",
+            "rule": "Bash(make build)",
             "source": "projectSettings",
             "behavior": "allow",
         }
-        assert Decision.objects.get(request_id=body["id"]).rule == "Bash(git status)"
+        assert Decision.objects.get(request_id=body["id"]).rule == "Bash(make build)"
 
     def test_it_answers_202_pending_for_an_ask(self, ci_bot: Any) -> None:
         response = Api(ci_bot.auth).post(URL, ASK_CALL)

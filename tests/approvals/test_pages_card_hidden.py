@@ -133,7 +133,7 @@ class HiddenTailTests:
 
     @pytest.mark.parametrize("newlines", [2, 5, 80])
     def test_it_says_how_many_newlines_the_command_ends_with(self, alice: Any, ci_bot: Any, newlines: int) -> None:
-        html = card_of(alice, ask(ci_bot.agent, "Bash", {"command": "git status" + "\n" * newlines}))
+        html = card_of(alice, ask(ci_bot.agent, "Bash", {"command": "make build" + "\n" * newlines}))
         assert f"↵ ends with {newlines} newlines" in html
 
     def test_it_shows_a_long_here_doc_whole_with_a_count_of_the_folded_lines(self, alice: Any, ci_bot: Any) -> None:

@@ -44,6 +44,9 @@ CODES: dict[str, tuple[str, str, tuple[str, str]]] = {
 
 ALL_DENY = "R- R- R- R- R- R-"
 ALL_ALLOW = "R+ R+ R+ M+ R+ R+"
+# Claude Code 2.1.332 runs read-only commands inside the working directories unasked, in
+# every mode (policy/shell/unasked.py); deny and ask rules still come first.
+READ_ONLY = "W+ W+ W+ W+ W+ W+"
 UNMATCHED = "O? O? O? M+ D- O?"
 UNMATCHED_READONLY = "O? O? O? M+ D- C+"
 ASK_RULE = "R? R? R? R? D- R?"
@@ -54,28 +57,28 @@ UNKNOWN = "U? U? U? U? D- U?"
 
 BASH_ROWS: list[tuple[str, str]] = [
     # plain allow rules: prefix, wildcard, exact
-    ("git status", ALL_ALLOW),
+    ("git status", READ_ONLY),
     ("git status --short", ALL_ALLOW),
-    ("git log --oneline", ALL_ALLOW),
-    ("git log", ALL_ALLOW),
+    ("git log --oneline", READ_ONLY),
+    ("git log", READ_ONLY),
     ("ls -la", ALL_ALLOW),
     ("npm run test", ALL_ALLOW),
     ("npm run test -- --watch", ALL_ALLOW),
     ("pytest", ALL_ALLOW),
-    ("echo 'rm -rf /'", ALL_ALLOW),
-    ("echo hi # ; rm -rf /", ALL_ALLOW),
+    ("echo 'rm -rf /'", READ_ONLY),
+    ("echo hi # ; rm -rf /", READ_ONLY),
     # Claude Code 2.1.332: an output redirect under a ``Bash(…)`` rule needs an Edit allow
     # rule for its target, or acceptEdits inside the working directories.
-    ("echo hi > out.txt", "O? R+ O? M+ D- O?"),
-    ("echo hi > src/out.txt", ALL_ALLOW),
-    ("echo hi > /dev/null 2>&1", ALL_ALLOW),
-    ("ls && echo hi", ALL_ALLOW),
-    ("cat README.md | cat", ALL_ALLOW),
+    ("echo hi > out.txt", "O? E+ O? M+ D- O?"),
+    ("echo hi > src/out.txt", "R+ E+ R+ M+ R+ R+"),
+    ("echo hi > /dev/null 2>&1", READ_ONLY),
+    ("ls && echo hi", READ_ONLY),
+    ("cat README.md | cat", READ_ONLY),
     # an unquoted here-doc delimiter expands the body, and ``&`` runs past the approval
     ("cat <<EOF\nhello\nEOF", UNMATCHED),
-    ("cat <<'EOF'\nhello\nEOF", ALL_ALLOW),
+    ("cat <<'EOF'\nhello\nEOF", READ_ONLY),
     ("ls -la &", UNMATCHED),
-    ("timeout 5 git status", ALL_ALLOW),
+    ("timeout 5 git status", READ_ONLY),
     # Claude Code strips only its few safe variables before matching (measured, 2.1.332)
     ("NODE_ENV=test git status", ALL_ALLOW),
     ("FOO=1 git status", UNMATCHED_READONLY),
@@ -90,11 +93,14 @@ BASH_ROWS: list[tuple[str, str]] = [
     # the rm that find runs meets the policy's rm deny (tests/security/test_shell_bypass_corpus.py)
     ("find . -name x -exec rm {} \\;", ALL_DENY),
     ("ls && make", UNMATCHED),
-    # read-only commands the built-in classifier clears in auto mode
-    ("git diff", UNMATCHED_READONLY),
-    ("grep -r TODO src", UNMATCHED_READONLY),
-    ("cat file | grep foo", UNMATCHED_READONLY),
-    ("wc -l README.md", UNMATCHED_READONLY),
+    # read-only commands the built-in classifier clears in auto mode (Claude Code's own
+    # read-only set, recorded, runs unasked in every mode: the READ_ONLY rows)
+    ("tail -n 5 README.md", UNMATCHED_READONLY),
+    ("git show HEAD", UNMATCHED_READONLY),
+    ("git diff", READ_ONLY),
+    ("grep -r TODO src", READ_ONLY),
+    ("cat file | grep foo", READ_ONLY),
+    ("wc -l README.md", READ_ONLY),
     # ask rules hold in bypass and auto
     ("git push origin main", ASK_RULE),
     ("git push -f origin main", ASK_RULE),

@@ -40,7 +40,8 @@ class ReadOnlyClassifierTests:
 
     def test_auto_mode_uses_it_before_asking_anyone(self, registered_agent: Any) -> None:
         auto_bot = registered_agent("auto-bot", "auto")
-        allowed = services.request_submit(agent=auto_bot.agent, call=ask_call("git status", permission_mode="auto"))
+        # Not in the read-only set Claude Code runs unasked in every mode, but read-only to the classifier.
+        allowed = services.request_submit(agent=auto_bot.agent, call=ask_call("git show HEAD", permission_mode="auto"))
         asked = services.request_submit(
             agent=auto_bot.agent, call=ask_call("rm -rf build", permission_mode="auto", tool_use_id="t2")
         )

@@ -53,9 +53,9 @@ class ObservabilityTests:
         self, telemetry: InMemoryLogRecordExporter, ci_bot: Any, caplog: pytest.LogCaptureFixture
     ) -> None:
         telemetry.clear()
-        services.rule_create(rule="Bash(ls:*)", behavior="allow", source="projectSettings", team=ci_bot.agent.team)
+        services.rule_create(rule="Bash(make:*)", behavior="allow", source="projectSettings", team=ci_bot.agent.team)
         with caplog.at_level(logging.INFO, logger="gatehouse.decisions"):
-            services.request_submit(agent=ci_bot.agent, call=ask_call("ls"))
+            services.request_submit(agent=ci_bot.agent, call=ask_call("make build"))
         [event] = [r for r in telemetry.get_finished_logs() if r.log_record.event_name == "tool_decision"]
         assert event.log_record.attributes is not None
         assert event.log_record.attributes["reason_type"] == "rule"

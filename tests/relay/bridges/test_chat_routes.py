@@ -90,7 +90,7 @@ class PressTeamCorpusTests:
         counter = itertools.count()
         for surface, bridge in bridges().items():
             for (who, external_id), team, action in itertools.product(PRESSERS[surface].items(), agents, ACTIONS):
-                request = ask(agents[team], f"echo {next(counter)}")
+                request = ask(agents[team], f"printf {next(counter)}")
                 outcome = apply_press(Press(surface, external_id, who, str(request.pk), action), bridge.approvers_for)
                 entitled = (who, team) in ENTITLED
                 case = (surface, who, team, action, outcome.text)

@@ -26,7 +26,7 @@ class TelegramAskTests:
             assert "Destructive" in card.text
 
     def test_it_cuts_long_input_and_links_to_the_dashboard(self, fake_tg, telegram_bridge, ci_bot):
-        ask(ci_bot.agent, "echo " + "x" * 5000)
+        ask(ci_bot.agent, "printf " + "x" * 5000)
         card = fake_tg.wait_for(lambda: fake_tg.card_for("ci-bot"))
         assert len(card.text) < 2000
         assert "Input cut — full request in Gatehouse" in card.text

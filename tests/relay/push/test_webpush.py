@@ -83,7 +83,7 @@ class DeliveryTests:
         ("command", "why"),
         [
             ("rm -rf build", "destructive"),
-            ("echo " + "x" * 400, "too long"),
+            ("printf " + "x" * 400, "too long"),
             ("printf '%s\\n' " + " ".join(f"line{n}" for n in range(3)) + "\n" * 8 + "echo end", "too many lines"),
             ("curl -H 'Authorization: Bearer abcdefghijklmnop1234' https://api.example.com", "secret masked"),
             ("git status\u200b", "hidden character"),
