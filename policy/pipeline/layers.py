@@ -101,11 +101,12 @@ def tool_and_modes(
     if check.behavior in ("deny", "allow") or check.final:
         return Verdict(check.behavior, check.reason, check.message, forced=check.final)  # type: ignore[arg-type]
     if request.mode == "plan" and ctx.spec.kind == "edit":
-        run.step("mode", "deny", mode="plan")
+        # Claude Code 2.1.332 asks a person for every edit while planning, allow rules or not.
+        run.step("mode", "ask", mode="plan")
         return Verdict(
-            "deny",
-            mode_reason("plan", "no edits while planning"),
-            "Plan mode is active: present the plan with ExitPlanMode before editing files.",
+            "ask",
+            mode_reason("plan", "edits ask while planning"),
+            "Plan mode is active: this edit needs approval (present the plan with ExitPlanMode first).",
         )
     if request.mode == "bypassPermissions" or (request.mode == "plan" and request.plan_from_bypass):
         run.step("mode", "allow", mode=request.mode)

@@ -102,10 +102,10 @@ class ResolvingAskTests:
         assert _make(mode="plan", plan_from_bypass=True).reason["type"] == "mode"
         assert _make(mode="plan").behavior == "ask"
 
-    def test_it_denies_edits_in_plan_mode_even_with_an_allow_rule(self) -> None:
+    def test_it_asks_for_edits_in_plan_mode_even_with_an_allow_rule(self) -> None:
         doc = request("Write", {"file_path": "src/x.py", "content": ""}, mode="plan")
         decision = decide(doc)
         assert (decision.behavior, decision.reason) == (
-            "deny",
-            {"type": "mode", "mode": "plan", "detail": "no edits while planning"},
+            "ask",
+            {"type": "mode", "mode": "plan", "detail": "edits ask while planning"},
         )
