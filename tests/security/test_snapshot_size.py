@@ -33,7 +33,7 @@ class SnapshotCardLimitTests:
     ) -> None:
         huge = services.request_submit(
             agent=ci_bot.agent,
-            call={**ask_call("echo " + "x" * command_kb * 1024), "tool_use_id": f"huge-{command_kb}"},
+            call={**ask_call("printf " + "x" * command_kb * 1024), "tool_use_id": f"huge-{command_kb}"},
         ).request
         small = [
             services.request_submit(
@@ -92,7 +92,7 @@ class PushedCardLimitTests:
             async with dashboard_connect(security_server, cookie) as ws:
                 await send(ws, {"type": "subscribe"})
                 await _snapshot(ws)
-                await in_thread(_submit, ci_bot.agent, "echo " + "x" * command_kb * 1024, f"push-{command_kb}")
+                await in_thread(_submit, ci_bot.agent, "printf " + "x" * command_kb * 1024, f"push-{command_kb}")
                 return await receive_until(ws, of_type("request.created"))
 
         frame = asyncio.run(scenario())

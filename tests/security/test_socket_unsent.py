@@ -51,7 +51,7 @@ def flood_a_deaf_dashboard(srv: Any, cookie: str, agents: list[Any], asks: int) 
             await ws.send('{"type": "subscribe"}')
             before = rss_mb(srv.process.pid)
             for n in range(asks):
-                call = {**ask_call(f"echo {n} " + "x" * CARD_COMMAND_BYTES), "tool_use_id": f"deaf-{n}"}
+                call = {**ask_call(f"printf {n} " + "x" * CARD_COMMAND_BYTES), "tool_use_id": f"deaf-{n}"}
                 await in_thread(services.request_submit, agent=agents[n % len(agents)], call=call)
                 if n % 10 == 9 and "aborted:" in srv.log():
                     break  # the server gave up on the socket: more cards would prove nothing more
@@ -96,7 +96,7 @@ class UnsentLimitTests:
                     await ws.send('{"type": "subscribe"}')
                     await asyncio.wait_for(ws.recv(), 15)
                     for n in range(40):
-                        call = {**ask_call(f"echo {n} " + "x" * CARD_COMMAND_BYTES), "tool_use_id": f"read-{n}"}
+                        call = {**ask_call(f"printf {n} " + "x" * CARD_COMMAND_BYTES), "tool_use_id": f"read-{n}"}
                         await in_thread(services.request_submit, agent=ci_bot.agent, call=call)
                     got = 0
                     while got < 40:
