@@ -92,6 +92,7 @@ DECISION_COLUMNS = [
     "prev_hash",
     "hash",
     "format",
+    "kind",
 ]
 
 
@@ -222,6 +223,7 @@ def fill(rows: int, team_id: int, agent_ids: list[int], user_id: int) -> dict[st
             )
             decision = SimpleNamespace(
                 format=CURRENT_FORMAT,
+                kind="decision",
                 request=request,
                 request_id=request_id,
                 agent_id=agent_id,
@@ -265,6 +267,7 @@ def fill(rows: int, team_id: int, agent_ids: list[int], user_id: int) -> dict[st
                     prev,
                     digest,
                     CURRENT_FORMAT,
+                    decision.kind,
                 )
             )
             prev = digest
