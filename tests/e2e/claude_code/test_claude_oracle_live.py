@@ -66,7 +66,7 @@ class ClaudeOracleLiveTests:
             pytest.fail(f"the Claude Code CLI is missing at {claude_bin()}: `make test` installs it")
         problem = _namespace_problem()
         if problem:
-            pytest.skip(f"the live oracle sample needs a mount namespace: {problem}")
+            pytest.fail(f"the live oracle sample needs a mount namespace: {problem} (make test runs as root)")
         assert record.claude_version() == compare.CLAUDE_CODE_VERSION
         seed = int(os.environ.get("GATEHOUSE_ORACLE_SEED") or time.time() // 86400)
         ids = sample(seed)

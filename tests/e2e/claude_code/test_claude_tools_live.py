@@ -29,9 +29,9 @@ PER_KIND = 3
 RECORDED: dict[str, Any] = {tool["name"]: tool for tool in json.loads(recording.RECORDING_PATH.read_text())["tools"]}
 
 
-def _cli_or_skip() -> None:
+def _cli_installed() -> None:
     if not os.path.exists(claude_bin()):
-        pytest.skip(f"the Claude Code CLI is missing at {claude_bin()}: `make test` installs it")
+        pytest.fail(f"the Claude Code CLI is missing at {claude_bin()}: `make test` installs it")
 
 
 def sample(seed: int) -> list[str]:
@@ -58,7 +58,7 @@ def live_behavior(name: str) -> str:
 
 class ClaudeToolsLiveTests:
     def test_the_default_tools_are_the_recorded_ones(self) -> None:
-        _cli_or_skip()
+        _cli_installed()
         assert cli.version() == recording.CLAUDE_CODE_VERSION
         run = cli.run(cli.OFFERS[0])
         offered = run.tools()
@@ -69,7 +69,7 @@ class ClaudeToolsLiveTests:
             assert _keys(tool["input_schema"]) == _keys(RECORDED[name]["input_schema"]), name
 
     def test_a_sample_of_tools_still_asks_as_recorded(self) -> None:
-        _cli_or_skip()
+        _cli_installed()
         seed = int(os.environ.get("GATEHOUSE_TOOLS_ORACLE_SEED") or time.time() // 86400)
         names = sample(seed)
         live = dict(zip(names, record.in_parallel(live_behavior, names, 3), strict=True))
