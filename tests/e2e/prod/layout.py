@@ -18,7 +18,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.live import ROOT, free_port
+from bench.ports import free_port, is_free
+from tests.live import ROOT
 
 STARTUP_TIMEOUT = 90.0
 STOP_TIMEOUT = 30.0
@@ -57,20 +58,9 @@ def consecutive_free_ports(count: int) -> int:
     """The first of `count` consecutive ports free on 127.0.0.1 (make prod numbers them so)."""
     for _ in range(50):
         first = free_port()
-        if first + count < 65535 and all(_is_free(first + i) for i in range(1, count)):
+        if all(is_free(first + i) for i in range(1, count)):
             return first
     raise AssertionError("no run of free ports found")
-
-
-def _is_free(port: int) -> bool:
-    import socket
-
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def _wait_ready(layout: ProdLayout) -> None:
