@@ -18,7 +18,7 @@ import secrets
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -166,6 +166,17 @@ def request_id_of(layout: ProdLayout, tool_use_id: str, timeout: float = 30) -> 
     raise AssertionError(f"the hook's request {tool_use_id} never arrived")
 
 
+async def pushed_to(
+    layout: ProdLayout, board: ClientConnection, predicate: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """The dashboard's next frame matching `predicate`; if none comes, what the servers logged."""
+    try:
+        return await receive_until(board, predicate)
+    except TimeoutError:
+        said = [line for line in layout.log().splitlines() if re.search(r"WARNING|ERROR|CRITICAL|Traceback", line)]
+        raise AssertionError("the dashboard never heard it; the servers logged:\n" + "\n".join(said[-40:])) from None
+
+
 def restart_env(layout: ProdLayout) -> dict[str, str]:
     return {**os.environ, "GATEHOUSE_RUN_DIR": str(layout.run_dir), "BIN": str(Path(sys.executable).parent)}
 
@@ -203,12 +214,12 @@ class ProdLayoutTests:
                 assert agent.mode == "websocket"
                 handle = await agent.submit(ask("rm -rf build"))
                 request_id = await asyncio.wait_for(handle.accepted(), 20)
-                pushed = await receive_until(board, of_type("request.created", id=request_id))
+                pushed = await pushed_to(layout, board, of_type("request.created", id=request_id))
                 assert "card-pending" in pushed["html"]
                 await decide(browser, request_id, "deny")
                 decision = await asyncio.wait_for(handle.decision(), 20)
                 assert decision.behavior == "deny"
-                await receive_until(board, of_type("request.decided", id=request_id))
+                await pushed_to(layout, board, of_type("request.decided", id=request_id))
 
     async def test_it_runs_the_telegram_bot_beside_the_servers(
         self, layout: ProdLayout, agent_tokens: list[str], fake_tg: FakeTelegram
