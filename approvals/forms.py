@@ -7,11 +7,12 @@ import uuid
 from typing import Any
 
 from django import forms
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from approvals import strict_json
 from approvals.models import Agent, Mode, Role, RuleBehavior, RuleScope, RuleSource, Team, UnknownTools
-from approvals.services import MAX_ANSWER_MESSAGE_CHARS, MAX_REMEMBER_HOURS, MIN_REMEMBER_HOURS
+from approvals.services import MAX_ANSWER_MESSAGE_CHARS, MAX_REMEMBER_HOURS, MIN_REMEMBER_HOURS, Answer
 from policy.decision import REASON_TYPES
 
 # The order people read sources in: settings-class sources weakest to strongest, then
@@ -52,21 +53,23 @@ class DecideForm(forms.Form):
     hours = forms.FloatField(required=False, min_value=MIN_REMEMBER_HOURS, max_value=MAX_REMEMBER_HOURS)
     message = forms.CharField(required=False, max_length=MAX_ANSWER_MESSAGE_CHARS)
 
-    def decision(self) -> dict[str, Any]:
-        """The keyword arguments `services.request_decide` takes for this press."""
+    def answer(self, *, surface: str, user: User | None, answers: dict[str, Any] | None = None) -> Answer:
+        """This press as the `Answer` `services.request_decide` takes (raises ServiceError as it does)."""
         behavior, remember = self.ACTIONS[self.cleaned_data["action"]]
         if remember == "always":
             remember = self.cleaned_data.get("scope") or "always"
         hours = self.cleaned_data.get("hours") if remember in ("always", "project", "session") else None
-        decision: dict[str, Any] = {
-            "behavior": behavior,
-            "remember": remember,
-            "remember_hours": hours,
-            "message": self.cleaned_data.get("message", "").strip(),
-        }
-        if self.cleaned_data["action"] == "stop":
-            decision["reason_extra"] = {"interrupt": True}
-        return decision
+        return Answer(
+            behavior=behavior,
+            surface=surface,
+            user=user,
+            message=self.cleaned_data.get("message", "").strip(),
+            remember=remember,
+            remember_hours=hours,
+            # "Deny and stop": the deny also ends the agent's turn.
+            reason_extra={"interrupt": True} if self.cleaned_data["action"] == "stop" else None,
+            answers=answers,
+        )
 
 
 class BatchDecideForm(forms.Form):

@@ -186,10 +186,11 @@ def request_decide(request: HttpRequest, request_id: UUID) -> HttpResponse:
         problems = "; ".join(f"{field}: {' '.join(str(e) for e in errs)}" for field, errs in form.errors.items())
         return _decide_answer(request, req, 400, f"Could not read the decision ({problems}).")
     try:
-        decision = form.decision()
+        answers = None
         if form.cleaned_data["action"] == "answer":
-            decision["answers"] = questions.answers_from_form(req.tool_name, req.tool_input, request.POST)
-        result = services.request_decide(request_id=req.pk, surface="web", user=_person(request), **decision)
+            answers = questions.answers_from_form(req.tool_name, req.tool_input, request.POST)
+        answer = form.answer(surface="web", user=_person(request), answers=answers)
+        result = services.request_decide(req.pk, answer)
     except services.AuditUnavailable as exc:
         return _decide_answer(request, req, 503, str(exc))
     except services.ServiceError as exc:

@@ -101,9 +101,8 @@ def _race(ids: list[str]) -> dict[str, Any]:
     def racer(index: int, request_id: str) -> bool:
         barrier.wait()
         t0 = time.perf_counter()
-        outcome = services.request_decide(
-            request_id=request_id, behavior="allow", surface="bench", decided_by=f"racer-{index}"
-        )
+        answer = services.Answer(behavior="allow", surface="bench", decided_by=f"racer-{index}")
+        outcome = services.request_decide(request_id, answer)
         elapsed = time.perf_counter() - t0
         with lock:
             samples.append((outcome.won, elapsed))

@@ -19,53 +19,26 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from django.contrib.auth.models import User
 from django.db import close_old_connections, connection
 
 from approvals import services
 from approvals.models import Context, Decision, PermissionRequest, RequestState
 from approvals.quorum import Requirement
-from approvals.services import DecideResult
+from approvals.services import Answer, DecideResult
 
 log = logging.getLogger(__name__)
 
 
-def answer(
-    request_id: uuid.UUID | str,
-    behavior: str,
-    *,
-    surface: str,
-    user: User | None = None,
-    decided_by: str = "",
-    message: str = "",
-    remember: str = "once",
-    remember_hours: float | None = None,
-    updated_input: dict[str, Any] | None = None,
-    reason_type: str = "user",
-    reason_extra: dict[str, Any] | None = None,
-    answers: dict[str, Any] | None = None,
-) -> DecideResult:
+def answer(request_id: uuid.UUID | str, answer: Answer) -> DecideResult:
     """Answer a pending request from any surface; `won` tells whether this answer counted.
 
-    - Raises `services.ServiceError` for a bad behavior/remember value and
-      `services.AuditUnavailable` when the decision could not be recorded.
+    - Raises `services.ServiceError` when the answer may not count (a quorum's rules, a
+      grant no rule can say) and `services.AuditUnavailable` when the decision could not
+      be recorded; a bad behavior or remember value never gets this far (`Answer`).
     - A loser's result carries the winner's decision (or the claim holder while the
       winner is still committing); `loser_message(result)` says it in words.
     """
-    result = services.request_decide(
-        request_id=request_id,
-        behavior=behavior,
-        surface=surface,
-        user=user,
-        decided_by=decided_by,
-        message=message,
-        updated_input=updated_input,
-        remember=remember,
-        remember_hours=remember_hours,
-        reason_type=reason_type,
-        reason_extra=reason_extra,
-        answers=answers,
-    )
+    result = services.request_decide(request_id, answer)
     if not result.won and not result.holder:
         # Lost at the fence rather than at the claim (the claim store counts those).
         from relay import observability
@@ -115,13 +88,15 @@ def submit_offer(request: PermissionRequest, offer: Offer) -> DecideResult | Non
     try:
         return answer(
             request.pk,
-            offer.behavior,
-            surface=offer.surface,
-            decided_by=offer.decided_by,
-            message=offer.message,
-            updated_input=offer.updated_input,
-            reason_type=offer.reason_type,
-            reason_extra=offer.reason_extra,
+            Answer(
+                behavior=offer.behavior,
+                surface=offer.surface,
+                decided_by=offer.decided_by,
+                message=offer.message,
+                updated_input=offer.updated_input,
+                reason_type=offer.reason_type,
+                reason_extra=offer.reason_extra,
+            ),
         )
     except (services.ServiceError, services.AuditUnavailable):
         log.exception("%s could not answer %s", offer.decided_by, request.pk)

@@ -284,9 +284,7 @@ class PermissionRequestDecideApi(ApiView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         try:
-            result = services.request_decide(
-                request_id=found.pk,
-                loaded=found,
+            answer = services.Answer(
                 behavior=data["behavior"],
                 surface=surface_of(request),
                 user=request.user,  # type: ignore[arg-type]  # IsPerson: a User
@@ -297,6 +295,7 @@ class PermissionRequestDecideApi(ApiView):
                 answers=data["answers"],
                 reason_extra={"interrupt": True} if data["interrupt"] else None,
             )
+            result = services.request_decide(found.pk, answer, loaded=found)
         except services.ServiceError as exc:
             raise exceptions.ValidationError({"non_field_errors": [str(exc)]}) from None
         except services.AuditUnavailable:

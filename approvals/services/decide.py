@@ -10,6 +10,7 @@ import copy
 import logging
 import time
 import uuid
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -24,6 +25,7 @@ from approvals.audit import append_decision, input_hash
 from approvals.extensions import Claim, ClaimStore, registry
 from approvals.models import (
     Agent,
+    Decision,
     PermissionRequest,
     RequestState,
     RuleScope,
@@ -32,10 +34,7 @@ from approvals.quorum import Requirement
 from approvals.services.autopilot import autopilot_after_allow, autopilot_demote
 from approvals.services.outcomes import (
     AUDIT_UNAVAILABLE,
-    MAX_ANSWER_MESSAGE_CHARS,
-    MAX_REMEMBER_HOURS,
-    MIN_REMEMBER_HOURS,
-    REMEMBER_CHOICES,
+    Answer,
     AuditUnavailable,
     DecideResult,
     ServiceError,
@@ -47,20 +46,7 @@ log = logging.getLogger(__name__)
 
 
 def request_decide(
-    *,
-    request_id: uuid.UUID | str,
-    behavior: str,
-    surface: str,
-    user: User | None = None,
-    decided_by: str = "",
-    message: str = "",
-    updated_input: dict[str, Any] | None = None,
-    remember: str = "once",
-    remember_hours: float | None = None,
-    reason_type: str = "user",
-    reason_extra: dict[str, Any] | None = None,
-    loaded: PermissionRequest | None = None,
-    answers: dict[str, Any] | None = None,
+    request_id: uuid.UUID | str, answer: Answer, *, loaded: PermissionRequest | None = None
 ) -> DecideResult:
     """Answer a pending request: claim it, fence it, audit it, then announce it.
 
@@ -69,23 +55,14 @@ def request_decide(
       never produce a second decision.
     - `loaded`: the request as the caller already read it, which saves reading it
       again; the fence decides all the same.
-    - `answers`: a person's answers to an AskUserQuestion call (question → label); the
-      allow then carries them in `updated_input` (`approvals.questions`).
+    - `answer.answers`: a person's answers to an AskUserQuestion call (question → label);
+      the allow then carries them in `updated_input` (`approvals.questions`).
     - Returns `won=False` with the winner's decision for every loser.
     """
-    if behavior not in ("allow", "deny"):
-        raise ServiceError(f"behavior must be allow or deny, not {behavior!r}")
-    if answers is not None:
-        updated_input = _answered(request_id, loaded, behavior, answers)
-    if remember not in REMEMBER_CHOICES:
-        raise ServiceError(f"remember must be one of {', '.join(REMEMBER_CHOICES)}, not {remember!r}")
-    if remember_hours is not None and not MIN_REMEMBER_HOURS <= remember_hours <= MAX_REMEMBER_HOURS:
-        raise ServiceError(f"remember_hours must be between {MIN_REMEMBER_HOURS} and {MAX_REMEMBER_HOURS}")
-    if len(message) > MAX_ANSWER_MESSAGE_CHARS:
-        raise ServiceError(f"the message may be at most {MAX_ANSWER_MESSAGE_CHARS:,} characters, not {len(message):,}")
-    decided_by = decided_by or (user.get_username() if user is not None else surface)
+    if answer.answers is not None:
+        answer = replace(answer, updated_input=_answered(request_id, loaded, answer.answers))
     store = registry.claim_store
-    claim = store.claim(str(request_id), f"{decided_by} via {surface}") if store is not None else None
+    claim = store.claim(str(request_id), f"{answer.by} via {answer.surface}") if store is not None else None
     if store is not None and claim is None:
         finished = _await_holder(store, request_id)
         if finished is not None:
@@ -93,24 +70,11 @@ def request_decide(
         # The holder neither finished nor let go in time (it may have died): the
         # database fence below still lets only one of us decide.
     try:
-        result = _decide_fenced(
-            request_id,
-            loaded=loaded,
-            claim=claim,
-            behavior=behavior,
-            surface=surface,
-            user=user,
-            decided_by=decided_by,
-            message=message,
-            updated_input=updated_input,
-            remember=remember,
-            remember_hours=remember_hours,
-            reason={"type": reason_type, "decided_by": decided_by, "surface": surface, **(reason_extra or {})},
-        )
+        result = _decide_fenced(request_id, answer, loaded=loaded, claim=claim)
     finally:
         if claim is not None:
             claim.release()
-    if result.won and result.vote is None and reason_type == "user" and behavior == "allow":
+    if result.won and result.vote is None and answer.reason_type == "user" and answer.behavior == "allow":
         # Never after a quorum: what needs several people must never become a rule.
         autopilot_after_allow(result.request)
     return result
@@ -147,19 +111,11 @@ def request_decide_batch(
         raise ServiceError("These requests are not the same call; decide them one by one.")
     if len({request.pk for request in requests}) != len(requests):
         raise ServiceError("A batch names each request once.")
-    return [
-        request_decide(
-            request_id=request.pk, behavior=behavior, surface=surface, user=user, message=message, loaded=request
-        )
-        for request in requests
-    ]
+    answer = Answer(behavior=behavior, surface=surface, user=user, message=message)
+    return [request_decide(request.pk, answer, loaded=request) for request in requests]
 
 
-def _answered(
-    request_id: uuid.UUID | str, loaded: PermissionRequest | None, behavior: str, answers: dict[str, Any]
-) -> dict[str, Any]:
-    if behavior != "allow":
-        raise ServiceError("answers go with behavior allow: a declined question is a deny without answers")
+def _answered(request_id: uuid.UUID | str, loaded: PermissionRequest | None, answers: dict[str, Any]) -> dict[str, Any]:
     request = loaded or PermissionRequest.objects.filter(pk=request_id).only("tool_name", "tool_input").first()
     if request is None:
         raise ServiceError("no such request")
@@ -208,32 +164,26 @@ def _await_release(store: ClaimStore, request_id: str, deadline: float) -> bool:
 
 
 def _decide_fenced(
-    request_id: uuid.UUID | str,
-    *,
-    loaded: PermissionRequest | None,
-    claim: Claim | None,
-    behavior: str,
-    surface: str,
-    user: User | None,
-    decided_by: str,
-    message: str,
-    updated_input: dict[str, Any] | None,
-    remember: str,
-    remember_hours: float | None,
-    reason: dict[str, Any],
+    request_id: uuid.UUID | str, answer: Answer, *, loaded: PermissionRequest | None, claim: Claim | None
 ) -> DecideResult:
+    reason = {
+        "type": answer.reason_type,
+        "decided_by": answer.by,
+        "surface": answer.surface,
+        **(answer.reason_extra or {}),
+    }
     if loaded is None:
         loaded = PermissionRequest.objects.select_related("agent").get(pk=request_id)
     requirement = Requirement.of(loaded)
-    if requirement is not None and behavior == "allow":
+    if requirement is not None and answer.behavior == "allow":
         return request_vote(
             loaded,
             requirement,
-            user=user,
-            surface=surface,
+            user=answer.user,
+            surface=answer.surface,
             reason_type=reason["type"],
-            remember=remember,
-            updated_input=updated_input,
+            remember=answer.remember,
+            updated_input=answer.updated_input,
         )
     if requirement is not None:
         # One deny ends a quorum; its row names whoever had approved.
@@ -243,41 +193,47 @@ def _decide_fenced(
             request = fence(loaded, RequestState.DECIDED, before_deadline=True)
             if request is None:
                 return lost_or_overdue(request_id)
-            if (
-                behavior == "allow"
-                and updated_input is None
-                and questions.questions_of(request.tool_name, request.tool_input)
-            ):
-                # An allow without answers would leave the model's questions unanswered
-                # (or put them to whoever is at the terminal): from every surface, one
-                # request or a batch, a person answers them or denies the call.
-                raise ServiceError(UNANSWERED_QUESTIONS)
-            if behavior == "allow" and remember != "once":
-                reason["saved_rule"] = _remember(request, remember, remember_hours, user)
-                # Where Claude Code may keep the same grant (a PermissionRequest's
-                # `updatedPermissions`): a session or time-limited grant for the session
-                # only, since Claude Code's rules do not expire; a lasting one in the
-                # project's local settings.
-                reason["saved_for"] = "session" if remember == "session" or remember_hours else "localSettings"
-            if behavior == "deny" and not message:
-                message = f"Denied by {decided_by} via {surface}. Do not retry this call; try another approach."
-            if behavior == "deny" and reason["type"] == "user":
-                reason.update(autopilot_demote(request))
-            decision = append_decision(
-                request,
-                behavior=behavior,
-                message=message,
-                reason=reason,
-                decided_by=decided_by,
-                surface=surface,
-                updated_input=updated_input,
-                user=user,
-            )
+            decision = _record(request, answer, reason)
             events.announce_finished(request, decision)
     except DatabaseError as exc:
         log.error("audit write failed deciding %s: %s", request_id, exc)
         raise AuditUnavailable(AUDIT_UNAVAILABLE) from exc
     return DecideResult(True, request, decision)
+
+
+def _record(request: PermissionRequest, answer: Answer, reason: dict[str, Any]) -> Decision:
+    """Write the fenced request's audit row (and its grant rule); call inside the fence's transaction."""
+    behavior, message, remember = answer.behavior, answer.message, answer.remember
+    if (
+        behavior == "allow"
+        and answer.updated_input is None
+        and questions.questions_of(request.tool_name, request.tool_input)
+    ):
+        # An allow without answers would leave the model's questions unanswered
+        # (or put them to whoever is at the terminal): from every surface, one
+        # request or a batch, a person answers them or denies the call.
+        raise ServiceError(UNANSWERED_QUESTIONS)
+    if behavior == "allow" and remember != "once":
+        reason["saved_rule"] = _remember(request, remember, answer.remember_hours, answer.user)
+        # Where Claude Code may keep the same grant (a PermissionRequest's
+        # `updatedPermissions`): a session or time-limited grant for the session
+        # only, since Claude Code's rules do not expire; a lasting one in the
+        # project's local settings.
+        reason["saved_for"] = "session" if remember == "session" or answer.remember_hours else "localSettings"
+    if behavior == "deny" and not message:
+        message = f"Denied by {answer.by} via {answer.surface}. Do not retry this call; try another approach."
+    if behavior == "deny" and reason["type"] == "user":
+        reason.update(autopilot_demote(request))
+    return append_decision(
+        request,
+        behavior=behavior,
+        message=message,
+        reason=reason,
+        decided_by=answer.by,
+        surface=answer.surface,
+        updated_input=answer.updated_input,
+        user=answer.user,
+    )
 
 
 def lost_or_overdue(request_id: uuid.UUID | str) -> DecideResult:

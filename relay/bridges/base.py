@@ -32,7 +32,7 @@ from approvals import permissions, questions, quorum
 from approvals import selectors as approval_selectors
 from approvals import services as approval_services
 from approvals.models import AuditKind, Decision, PermissionRequest, RequestState
-from approvals.services import AuditUnavailable, DecideResult, ServiceError
+from approvals.services import Answer, AuditUnavailable, DecideResult, ServiceError
 from relay import race
 from relay.bridges import selectors, services
 from relay.masking import mask, mask_secrets
@@ -284,17 +284,20 @@ def _answer(press: Press, user: Any, decided_by: str, request: PermissionRequest
             raise ServiceError("This question is answered in Gatehouse, not here.")
         answers = {question.text: question.labels[index]}
         return race.answer(
-            press.request_id, "allow", surface=press.surface, user=user, decided_by=decided_by, answers=answers
+            press.request_id,
+            Answer(behavior="allow", surface=press.surface, user=user, decided_by=decided_by, answers=answers),
         )
     behavior, remember, _label = ACTIONS[press.action]
     return race.answer(
         press.request_id,
-        behavior,
-        surface=press.surface,
-        user=user,
-        decided_by=decided_by,
-        message=press.message,
-        remember=remember,
+        Answer(
+            behavior=behavior,
+            surface=press.surface,
+            user=user,
+            decided_by=decided_by,
+            message=press.message,
+            remember=remember,
+        ),
     )
 
 

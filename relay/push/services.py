@@ -18,7 +18,7 @@ from django.utils import timezone
 from approvals import permissions
 from approvals import selectors as approval_selectors
 from approvals.models import Decision, PermissionRequest, RequestState
-from approvals.services import AuditUnavailable, ServiceError
+from approvals.services import Answer, AuditUnavailable, ServiceError
 from relay import race
 from relay.models import NtfyTopic, PushActionToken, PushSubscription
 from relay.push import selectors
@@ -163,9 +163,7 @@ def action_redeem(*, token: str, behavior: str | None = None) -> Redeemed:
     try:
         result = race.answer(
             found.request_id,
-            found.action,
-            surface=SURFACES.get(found.channel, found.channel),
-            user=found.user,
+            Answer(behavior=found.action, surface=SURFACES.get(found.channel, found.channel), user=found.user),
         )
     except (AuditUnavailable, ServiceError) as exc:
         PushActionToken.objects.filter(pk=found.pk).update(spent_at=None)

@@ -121,7 +121,7 @@ class HookDecisionTests:
         with live_server() as srv:
             process = start_hook(srv.url, ci_bot.token, body, "--poll", "1")
             request = wait_until(lambda: pending_request(body["tool_use_id"]), what="the pending request")
-            services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=alice)
+            services.request_decide(request.pk, services.Answer(behavior="allow", surface="api", user=alice))
             code, out, err = finish(process)
         assert code == 0, err
         assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
@@ -137,7 +137,8 @@ class HookDecisionTests:
             process = start_hook(srv.url, ci_bot.token, body)
             request = wait_until(lambda: pending_request(body["tool_use_id"]), what="the pending request")
             services.request_decide(
-                request_id=request.pk, behavior="deny", surface="api", user=alice, message="Use make clean instead."
+                request.pk,
+                services.Answer(behavior="deny", surface="api", user=alice, message="Use make clean instead."),
             )
             _code, out, _err = finish(process)
         assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
@@ -267,7 +268,7 @@ class HookEventTests:
                 lambda: PermissionRequest.objects.filter(permission_suggestions=suggestions).first(),
                 what="suggestions stored",
             )
-            services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=alice)
+            services.request_decide(request.pk, services.Answer(behavior="allow", surface="api", user=alice))
             _code, out, _err = finish(process)
         assert out == {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}
         assert PermissionRequest.objects.count() == 1

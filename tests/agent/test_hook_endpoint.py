@@ -142,7 +142,7 @@ class PermissionRequestGrantTests:
         body = hook_input("PermissionRequest", command)
         post(client, body, ci_bot.auth, "?wait=0")
         request = PermissionRequest.objects.get(state="pending")
-        services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=alice, **decision)
+        services.request_decide(request.pk, services.Answer(behavior="allow", surface="api", user=alice, **decision))
         return post(client, body, ci_bot.auth, "?wait=0").json()["hookSpecificOutput"]["decision"]
 
     @pytest.mark.parametrize(
@@ -190,7 +190,9 @@ class PermissionRequestGrantTests:
         body = {**hook_input("PermissionRequest", "npm run test:unit"), "permission_suggestions": suggestions}
         post(client, body, ci_bot.auth, "?wait=0")
         request = PermissionRequest.objects.get(state="pending")
-        services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=alice, remember="always")
+        services.request_decide(
+            request.pk, services.Answer(behavior="allow", surface="api", user=alice, remember="always")
+        )
         answer = post(client, body, ci_bot.auth, "?wait=0").json()["hookSpecificOutput"]["decision"]
         assert [entry["type"] for entry in answer["updatedPermissions"]] == ["addRules"]
         assert answer["updatedPermissions"][0]["rules"] == [{"toolName": "Bash", "ruleContent": "npm run test:unit:*"}]

@@ -114,7 +114,7 @@ class SafetyFloorTests:
 
         body = hook_input("PreToolUse", "rm -rf ~")
         first = post(client, body, ci_bot.auth).json()["gatehouse"]["id"]
-        services.request_decide(request_id=first, behavior="allow", surface="api", user=alice)
+        services.request_decide(first, services.Answer(behavior="allow", surface="api", user=alice))
         assert post(client, body, ci_bot.auth).json()["hookSpecificOutput"]["permissionDecision"] == "allow"
         response = post(client, prompt_for(body), ci_bot.auth)
         assert response.status_code == 202
@@ -137,7 +137,7 @@ class SafetyFloorTests:
         rule(default_team, "Bash", "allow")
         body = allowed_at_pre_tool_use(client, ci_bot.auth, "rm -rf build")
         floor_id = post(client, prompt_for(body), ci_bot.auth).json()["gatehouse"]["id"]
-        services.request_decide(request_id=floor_id, behavior="allow", surface="api", user=alice)
+        services.request_decide(floor_id, services.Answer(behavior="allow", surface="api", user=alice))
         # The hook's re-poll finds the person's answer, not a third request.
         answer = post(client, prompt_for(body), ci_bot.auth).json()
         assert answer["hookSpecificOutput"]["decision"]["behavior"] == "allow"
@@ -166,7 +166,7 @@ class SafetyFloorTests:
         answer = post(client, body, ci_bot.auth, "?ask=local").json()
         assert answer["hookSpecificOutput"]["permissionDecision"] == "ask"
         pending = post(client, prompt_for(body), ci_bot.auth).json()["gatehouse"]["id"]
-        services.request_decide(request_id=pending, behavior="allow", surface="api", user=alice)
+        services.request_decide(pending, services.Answer(behavior="allow", surface="api", user=alice))
         answer = post(client, prompt_for(body), ci_bot.auth).json()
         assert answer["hookSpecificOutput"]["decision"]["behavior"] == "allow"
         assert PermissionRequest.objects.count() == 1 and Decision.objects.count() == 1
@@ -186,7 +186,7 @@ class SafetyFloorTests:
 
         prompt = prompt_for(hook_input("PreToolUse", "rm -rf build"))
         pending = post(client, prompt, ci_bot.auth).json()["gatehouse"]["id"]
-        services.request_decide(request_id=pending, behavior="allow", surface="api", user=alice)
+        services.request_decide(pending, services.Answer(behavior="allow", surface="api", user=alice))
         answer = post(client, prompt, ci_bot.auth).json()
         assert answer["hookSpecificOutput"]["decision"]["behavior"] == "allow"
         assert PermissionRequest.objects.count() == 1

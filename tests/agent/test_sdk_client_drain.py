@@ -95,7 +95,7 @@ class ClientDrainTests:
                 assert client.reconnects == 1, "the client waited out its backoff"
                 assert not handle.done  # the ask stayed pending through the move
                 await sync_to_async(services.request_decide)(
-                    request_id=request_id, behavior="deny", surface="api", user=alice
+                    request_id, services.Answer(behavior="deny", surface="api", user=alice)
                 )
                 decision = await asyncio.wait_for(handle.decision(), 15)
         assert decision.behavior == "deny" and decision.request_id == request_id

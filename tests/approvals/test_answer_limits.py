@@ -55,13 +55,15 @@ def through_api(user: Any, found: PermissionRequest, message: str, remember: str
 def through_service(user: Any, found: PermissionRequest, message: str, remember: str, hours: float | None) -> bool:
     try:
         services.request_decide(
-            request_id=found.pk,
-            behavior="allow",
-            surface="telegram",
-            user=user,
-            message=message,
-            remember=remember,
-            remember_hours=hours,
+            found.pk,
+            services.Answer(
+                behavior="allow",
+                surface="telegram",
+                user=user,
+                message=message,
+                remember=remember,
+                remember_hours=hours,
+            ),
         )
     except services.ServiceError:
         return False

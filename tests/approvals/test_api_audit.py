@@ -51,7 +51,7 @@ class AuditListTests:
     ) -> None:
         engine_decision(ci_bot.agent, "f1", session_id="s-a")
         request = pending(session_id="s-b")
-        services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=alice)
+        services.request_decide(request.pk, services.Answer(behavior="allow", surface="api", user=alice))
         api = api_as(alice)
 
         def ids(query: str) -> int:
@@ -129,7 +129,8 @@ class AuditExportTests:
         for prefix in ("=", "+", "-", "@"):
             request = pending(session_id=f'{prefix}HYPERLINK("http://evil")')
             services.request_decide(
-                request_id=request.pk, behavior="deny", surface="api", user=alice, message=f"{prefix}cmd|' /C calc'!A0"
+                request.pk,
+                services.Answer(behavior="deny", surface="api", user=alice, message=f"{prefix}cmd|' /C calc'!A0"),
             )
         text = streamed(api_as(alice).get(f"{URL}?format=csv"))
         rows = list(csv.DictReader(io.StringIO(text)))
@@ -176,7 +177,7 @@ class AuditExportTests:
         services.request_submit(agent=ci_bot.agent, call={"tool_name": "Bash", "tool_input": {"command": "ls"}})
         engine_decision(ci_bot.agent, "e1", tool_input={"nested": {"b": [1, 2.5, None], "a": "é"}})
         asked = pending(session_id="=SUM(1)")
-        services.request_decide(request_id=asked.pk, behavior="deny", surface="api", user=alice, message="-no")
+        services.request_decide(asked.pk, services.Answer(behavior="deny", surface="api", user=alice, message="-no"))
         api = api_as(alice)
         expected = [[csv_cell(row[column]) for column in CSV_COLUMNS] for row in api.get(URL).json()["results"]]
         text = streamed(api.get(f"{URL}?format=csv"))
@@ -239,7 +240,7 @@ def searchable(ci_bot: Any, alice: Any, default_team: Any, pending: Any) -> dict
         assert result.decision is not None
         ids[result.decision.pk] = key
     decided = services.request_decide(
-        request_id=request.pk, behavior="deny", surface="web", user=alice, message="Not from CI: Straße Ünïcode"
+        request.pk, services.Answer(behavior="deny", surface="web", user=alice, message="Not from CI: Straße Ünïcode")
     )
     assert decided.decision is not None
     ids[decided.decision.pk] = "person"

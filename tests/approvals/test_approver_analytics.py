@@ -25,7 +25,7 @@ def decide_after(agent: Any, person: Any, seconds: float, behavior: str, *, dest
     request = services.request_submit(agent=agent, call={**call, "tool_use_id": f"an{next(counter)}"}).request
     assert bool((request.evaluation or {}).get("destructive_warning")) is destructive
     PermissionRequest.objects.filter(pk=request.pk).update(created_at=timezone.now() - timedelta(seconds=seconds))
-    result = services.request_decide(request_id=request.pk, behavior=behavior, surface="web", user=person)
+    result = services.request_decide(request.pk, services.Answer(behavior=behavior, surface="web", user=person))
     assert result.won
     return Decision.objects.get(request_id=request.pk)
 

@@ -66,7 +66,7 @@ DECISION_COLUMNS = [
 def decide(agent: Any, alice: Any, tool_use_id: str) -> Decision:
     result = services.request_submit(agent=agent, call={**CALL, "tool_use_id": tool_use_id})
     assert result.decision is None  # no rule: a person decides
-    decided = services.request_decide(request_id=result.request.pk, behavior="allow", surface="web", user=alice)
+    decided = services.request_decide(result.request.pk, services.Answer(behavior="allow", surface="web", user=alice))
     assert decided.decision is not None
     return decided.decision
 
@@ -118,7 +118,9 @@ class AuditCoverageTests:
     def test_it_finds_reported_facts_rewritten_or_removed(self, alice: Any, ci_bot: Any) -> None:
         facts = {"home": "/home/ci", "user": "ci"}
         submitted = services.request_submit(agent=ci_bot.agent, call={**CALL, "tool_use_id": "facts", "facts": facts})
-        decided = services.request_decide(request_id=submitted.request.pk, behavior="allow", surface="web", user=alice)
+        decided = services.request_decide(
+            submitted.request.pk, services.Answer(behavior="allow", surface="web", user=alice)
+        )
         assert decided.decision is not None and PermissionRequest.objects.get(pk=submitted.request.pk).facts
         assert verify() == ""
         for value in (json.dumps({"home": "/root", "user": "ci"}), None):

@@ -13,11 +13,11 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.facts import gather
 from approvals import learning, services
 from approvals.models import Decision, PermissionRequest, Rule, RuleSource, Team
 from policy.learning import rule_decides
 from tests.conftest import AgentPersona
+from tests.policy.calls import gather
 
 
 @pytest.fixture
@@ -42,7 +42,9 @@ def approve(submit: Any) -> Callable[..., Any]:
     def make(command: str = "", *, behavior: str = "allow", session: str = "s1", **call: Any) -> Any:
         result = submit(command, session=session, **call)
         assert result.decision is None, f"the engine should ask for {command or call}"
-        services.request_decide(request_id=result.request.pk, behavior=behavior, surface="api", decided_by="alice")
+        services.request_decide(
+            result.request.pk, services.Answer(behavior=behavior, surface="api", decided_by="alice")
+        )
         return result.request
 
     return make
@@ -245,7 +247,9 @@ class AutopilotPromiseTests:
             call = {"tool_name": "Bash", "tool_input": {"command": program + argument}, "cwd": "/tmp/proj"}
             result = services.request_submit(agent=agent, call={**call, "session_id": session, "tool_use_id": f"p{n}"})
             if result.decision is None:
-                services.request_decide(request_id=result.request.pk, behavior=behavior, surface="api", decided_by="al")
+                services.request_decide(
+                    result.request.pk, services.Answer(behavior=behavior, surface="api", decided_by="al")
+                )
         denied = [
             learning.request_engine_input(r)
             for r in PermissionRequest.objects.filter(

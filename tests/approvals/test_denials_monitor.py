@@ -72,7 +72,7 @@ class DenialsMonitorTests:
     def test_it_interpolates_time_to_decision_percentiles(self, alice: Any, pending: Any) -> None:
         for index in range(4):
             request = pending(session_id=f"p{index}")
-            services.request_decide(request_id=request.pk, behavior="allow", surface="web", user=alice)
+            services.request_decide(request.pk, services.Answer(behavior="allow", surface="web", user=alice))
         services.request_expire(request=pending(session_id="late"))
         latencies = sorted(Decision.objects.filter(reason_type="user").values_list("latency_ms", flat=True))
         assert len(set(latencies)) == 4  # distinct, so a nearest-rank answer would differ
@@ -95,7 +95,7 @@ class DenialsMonitorIndexTests:
         self, alice: Any, ci_bot: Any, default_team: Any, pending: Any
     ) -> None:
         assert connection.vendor == "postgresql", "run with DATABASE_URL=postgres://… (marker: postgresql)"
-        services.request_decide(request_id=pending().pk, behavior="deny", surface="web", user=alice)
+        services.request_decide(pending().pk, services.Answer(behavior="deny", surface="web", user=alice))
         services.rule_create(rule="Bash(rm:*)", behavior="deny", source="projectSettings", team=default_team)
         denied(ci_bot.agent, "rm -rf dist")
         with connection.cursor() as cursor:

@@ -52,7 +52,7 @@ class DenyAndStopTests:
         from approvals.api.claude_code import Outcome, render
 
         request = ask(ci_bot.agent)
-        services.request_decide(request_id=request.pk, behavior="deny", surface="api", user=alice)
+        services.request_decide(request.pk, services.Answer(behavior="deny", surface="api", user=alice))
         request.refresh_from_db()
         outcome = Outcome(request, selectors.decision_for(request))
         assert "interrupt" not in render("PermissionRequest", outcome)["hookSpecificOutput"]["decision"]

@@ -63,7 +63,7 @@ class DecisionDoorbellTests:
             events.agent_group(ci_bot.agent.pk),
             events.request_group(result.request.pk),
         )
-        services.request_decide(request_id=result.request.pk, behavior="allow", user=alice, surface="web")
+        services.request_decide(result.request.pk, services.Answer(behavior="allow", user=alice, surface="web"))
         for channel in (team, agent, waiter):
             rung = async_to_sync(_receive)(channel)
             assert (rung["type"], rung["request_id"]) == ("request.decided", str(result.request.pk))

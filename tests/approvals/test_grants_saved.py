@@ -38,7 +38,7 @@ class GrantSavedTests:
         assert selectors.grant_rule_for(request) is None
         with pytest.raises(services.ServiceError, match="only be allowed once"):
             services.request_decide(
-                request_id=request.pk, behavior="allow", surface="api", user=alice, remember="always"
+                request.pk, services.Answer(behavior="allow", surface="api", user=alice, remember="always")
             )
         request.refresh_from_db()
         assert request.state == "pending" and not Rule.objects.exists()

@@ -20,14 +20,14 @@ def ask(agent: Any) -> Any:
 class OutcomeSentenceTests:
     def test_it_names_the_winner_verb_and_surface(self, alice: Any, ci_bot: Any) -> None:
         request = ask(ci_bot.agent)
-        result = services.request_decide(request_id=request.pk, behavior="deny", surface="telegram", user=alice)
+        result = services.request_decide(request.pk, services.Answer(behavior="deny", surface="telegram", user=alice))
         request.refresh_from_db()
         assert request.outcome_sentence(result.decision) == "denied by alice via telegram"
         assert request.outcome_sentence(result.decision, late=True) == "already decided by alice via telegram (denied)"
 
     def test_every_surface_shows_the_same_sentence(self, alice: Any, ci_bot: Any) -> None:
         request = ask(ci_bot.agent)
-        result = services.request_decide(request_id=request.pk, behavior="allow", surface="web", user=alice)
+        result = services.request_decide(request.pk, services.Answer(behavior="allow", surface="web", user=alice))
         request.refresh_from_db()
         assert result.decision is not None
         sentence = request.outcome_sentence(result.decision, late=True)

@@ -15,7 +15,7 @@ from tests.approvals.audit_helpers import tamper
 def decided(agent: Any, user: Any, command: str, behavior: str) -> Decision:
     call = {"tool_name": "Bash", "tool_input": {"command": command}, "session_id": "s-audit", "cwd": "/tmp/proj"}
     req = services.request_submit(agent=agent, call=call).request
-    result = services.request_decide(request_id=req.pk, behavior=behavior, surface="web", user=user)
+    result = services.request_decide(req.pk, services.Answer(behavior=behavior, surface="web", user=user))
     assert result.decision is not None
     return result.decision
 

@@ -21,7 +21,9 @@ def page(user: Any, query: str = "") -> str:
 @pytest.fixture
 def history(ci_bot: Any, alice: Any, default_team: Any, pending: Any) -> None:
     request = pending(tool_input={"command": "make deploy --prod"})
-    services.request_decide(request_id=request.pk, behavior="deny", surface="web", user=alice, message="Not from CI")
+    services.request_decide(
+        request.pk, services.Answer(behavior="deny", surface="web", user=alice, message="Not from CI")
+    )
     services.rule_create(rule="Bash(npm publish:*)", behavior="deny", source="policySettings", team=default_team)
     call = {"tool_name": "Bash", "tool_input": {"command": "npm publish <b>x</b>"}, "cwd": "/tmp/proj"}
     assert services.request_submit(agent=ci_bot.agent, call=call).decision is not None

@@ -20,7 +20,7 @@ def ask(agent: Any, command: str, cwd: str = "/tmp/proj", session: str = "s1") -
 
 def allowed(agent: Any, user: Any, command: str, **where: str) -> Any:
     req = ask(agent, command, **where)
-    return services.request_decide(request_id=req.pk, behavior="allow", surface="web", user=user).decision
+    return services.request_decide(req.pk, services.Answer(behavior="allow", surface="web", user=user)).decision
 
 
 def since(html: str) -> str:
@@ -57,7 +57,7 @@ class SinceLastAllowedTests:
     ) -> None:
         if other == "denied":
             req = ask(ci_bot.agent, "pytest -q")
-            services.request_decide(request_id=req.pk, behavior="deny", surface="web", user=alice)
+            services.request_decide(req.pk, services.Answer(behavior="deny", surface="web", user=alice))
         elif other == "rule":
             rule = services.rule_create(rule="Bash(pytest:*)", behavior="allow", source="session", team=default_team)
             call = {"tool_name": "Bash", "tool_input": {"command": "pytest -q"}, "session_id": "s1", "cwd": "/tmp/proj"}

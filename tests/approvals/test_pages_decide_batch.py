@@ -76,7 +76,7 @@ class BatchDecideTests:
         self, alice: Any, admin: Any, ci_bot: Any
     ) -> None:
         requests = [ask(ci_bot.agent) for _ in range(4)]
-        services.request_decide(request_id=requests[1].pk, behavior="deny", surface="telegram", user=admin)
+        services.request_decide(requests[1].pk, services.Answer(behavior="deny", surface="telegram", user=admin))
         response = post(alice, [r.pk for r in requests])
         assert response.status_code == 200
         assert response.json()["message"] == (

@@ -30,7 +30,7 @@ class DenialsPageTests:
         for _ in range(2):
             assert submit(ci_bot.agent, "rm -rf build").decision.behavior == "deny"
         asked = submit(ci_bot.agent, "make deploy", session="other").request
-        services.request_decide(request_id=asked.pk, behavior="deny", surface="web", user=alice)
+        services.request_decide(asked.pk, services.Answer(behavior="deny", surface="web", user=alice))
         html = client_for(alice).get("/denials/?days=7").content.decode()
         assert '<span class="num" id="stat-denials">3</span>' in html
         assert html.count('<svg class="chart') == 5
@@ -39,7 +39,7 @@ class DenialsPageTests:
     def test_it_reports_time_to_decision_and_timeout_rate(self, alice: Any, ci_bot: Any) -> None:
         first = submit(ci_bot.agent, "make a", session="t1").request
         second = submit(ci_bot.agent, "make b", session="t2").request
-        services.request_decide(request_id=first.pk, behavior="allow", surface="web", user=alice)
+        services.request_decide(first.pk, services.Answer(behavior="allow", surface="web", user=alice))
         services.request_expire(request=second)
         html = client_for(alice).get("/denials/").content.decode()
         assert '<span class="num" id="stat-timeout-rate">50%</span>' in html
@@ -56,13 +56,13 @@ class DenialsPageTests:
         call = {"tool_name": "mcp__evil__<script>x</script>", "tool_input": {}, "session_id": "x"}
         result = services.request_submit(agent=ci_bot.agent, call=call)
         if result.decision is None:
-            services.request_decide(request_id=result.request.pk, behavior="deny", surface="web", user=alice)
+            services.request_decide(result.request.pk, services.Answer(behavior="deny", surface="web", user=alice))
         html = client_for(alice).get("/denials/").content.decode()
         assert "<script>x</script>" not in html
 
     def test_it_shows_mallory_none_of_another_teams_denials(self, alice: Any, mallory: Any, ci_bot: Any) -> None:
         asked = submit(ci_bot.agent, "make deploy").request
-        services.request_decide(request_id=asked.pk, behavior="deny", surface="web", user=alice)
+        services.request_decide(asked.pk, services.Answer(behavior="deny", surface="web", user=alice))
         html = client_for(mallory).get("/denials/").content.decode()
         assert '<span class="num" id="stat-denials">0</span>' in html
 
@@ -80,7 +80,7 @@ class DenialsOverTimeByCauseTests:
         for _ in range(2):
             submit(ci_bot.agent, "rm -rf build")
         asked = submit(ci_bot.agent, "make deploy", session="other").request
-        services.request_decide(request_id=asked.pk, behavior="deny", surface="web", user=alice)
+        services.request_decide(asked.pk, services.Answer(behavior="deny", surface="web", user=alice))
         html = client_for(alice).get("/denials/?days=7").content.decode()
         chart = re.search(r'<svg class="chart chart-time".*?</svg>', html, re.S)
         assert chart

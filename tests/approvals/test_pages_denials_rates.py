@@ -28,8 +28,8 @@ def submit(agent: Any, command: str, n: int) -> Any:
 def week(alice: Any, ci_bot: Any, default_team: Any) -> None:
     """This week: 2 rule denials, 1 person's deny, 1 timeout, 1 allow (4 of 5 denied)."""
     asked = [submit(ci_bot.agent, f"make step{n}", n).request for n in range(3)]
-    services.request_decide(request_id=asked[0].pk, behavior="deny", surface="web", user=alice)
-    services.request_decide(request_id=asked[1].pk, behavior="allow", surface="web", user=alice)
+    services.request_decide(asked[0].pk, services.Answer(behavior="deny", surface="web", user=alice))
+    services.request_decide(asked[1].pk, services.Answer(behavior="allow", surface="web", user=alice))
     services.request_expire(request=asked[2])
     services.rule_create(rule="Bash(rm:*)", behavior="deny", source="projectSettings", team=default_team)
     for n in range(2):

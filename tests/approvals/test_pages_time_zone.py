@@ -23,7 +23,7 @@ def client_for(user: Any, zone: str = "") -> Client:
 def decided(agent: Any, user: Any) -> Any:
     call = {"tool_name": "Bash", "tool_input": {"command": "make deploy"}, "session_id": "s1", "cwd": "/tmp/proj"}
     request = services.request_submit(agent=agent, call=call).request
-    return services.request_decide(request_id=request.pk, behavior="deny", surface="web", user=user).decision
+    return services.request_decide(request.pk, services.Answer(behavior="deny", surface="web", user=user)).decision
 
 
 @pytest.mark.django_db

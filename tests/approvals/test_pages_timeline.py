@@ -39,7 +39,9 @@ class TimelineTests:
 
         req = ask(ci_bot.agent).request
         SurfaceMessage.objects.create(request=req, surface="telegram", channel="42", message_id="7")
-        decision = services.request_decide(request_id=req.pk, behavior="allow", surface="web", user=alice).decision
+        decision = services.request_decide(
+            req.pk, services.Answer(behavior="allow", surface="web", user=alice)
+        ).decision
         assert decision is not None
         assert services.request_record_result(request=req, ok=True, output="done")
         html = page(alice, f"/audit/{decision.pk}/")
@@ -68,7 +70,7 @@ class TimelineTests:
     def test_it_says_when_an_allowed_call_reported_no_result_and_a_failure(self, alice: Any, ci_bot: Any) -> None:
         first, second = ask(ci_bot.agent, "make a").request, ask(ci_bot.agent, "make b").request
         for req in (first, second):
-            services.request_decide(request_id=req.pk, behavior="allow", surface="web", user=alice)
+            services.request_decide(req.pk, services.Answer(behavior="allow", surface="web", user=alice))
         assert services.request_record_result(request=second, ok=False, error="exit 2")
         fresh = selectors.request_get(first.pk)
         assert fresh is not None

@@ -42,7 +42,7 @@ def submit(agent: Any, **call: Any) -> Any:
 
 
 def approve(request: Any, user: Any, surface: str = "web") -> services.DecideResult:
-    return services.request_decide(request_id=request.pk, behavior="allow", surface=surface, user=user)
+    return services.request_decide(request.pk, services.Answer(behavior="allow", surface=surface, user=user))
 
 
 def rows(request: Any) -> list[tuple[str, str, str]]:
@@ -89,7 +89,7 @@ class QuorumRuleTests:
         quorum_rule(ci_bot.agent.team)
         request = submit(ci_bot.agent).request
         approve(request, alice)
-        denied = services.request_decide(request_id=request.pk, behavior="deny", surface="web", user=carol)
+        denied = services.request_decide(request.pk, services.Answer(behavior="deny", surface="web", user=carol))
         assert denied.won and denied.decision is not None and denied.decision.behavior == "deny"
         assert denied.decision.reason["approvers"] == ["alice"]
         late = approve(request, carol)
@@ -109,14 +109,15 @@ class QuorumRuleTests:
         quorum_rule(ci_bot.agent.team)
         request = submit(ci_bot.agent).request
         with pytest.raises(services.ServiceError, match="Only people"):
-            services.request_decide(request_id=request.pk, behavior="allow", surface="webhook", decided_by="bot")
+            services.request_decide(request.pk, services.Answer(behavior="allow", surface="webhook", decided_by="bot"))
         with pytest.raises(services.ServiceError, match="Only people"):
             services.request_decide(
-                request_id=request.pk, behavior="allow", surface="classifier", user=alice, reason_type="classifier"
+                request.pk,
+                services.Answer(behavior="allow", surface="classifier", user=alice, reason_type="classifier"),
             )
         with pytest.raises(services.ServiceError, match="as it is, once"):
             services.request_decide(
-                request_id=request.pk, behavior="allow", surface="web", user=alice, remember="always"
+                request.pk, services.Answer(behavior="allow", surface="web", user=alice, remember="always")
             )
         from approvals import selectors
 

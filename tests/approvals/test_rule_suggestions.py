@@ -28,7 +28,7 @@ def answer(ci_bot: AgentPersona) -> Callable[..., Any]:
         }
         result = services.request_submit(agent=ci_bot.agent, call=call)
         assert result.decision is None, f"the engine should ask for {command}"
-        services.request_decide(request_id=result.request.pk, behavior=behavior, surface="api", decided_by=by)
+        services.request_decide(result.request.pk, services.Answer(behavior=behavior, surface="api", decided_by=by))
         return result.request
 
     return make

@@ -51,7 +51,7 @@ class UnknownToolTests:
 
     def test_a_person_allows_it_and_the_audit_row_says_who(self, ci_bot: Any, alice: Any) -> None:
         request_id = Api(ci_bot.auth).post(URL, UNKNOWN).json()["id"]
-        services.request_decide(request_id=request_id, behavior="allow", surface="api", user=alice)
+        services.request_decide(request_id, services.Answer(behavior="allow", surface="api", user=alice))
         row = Decision.objects.get(request_id=request_id)
         assert (row.behavior, row.reason_type, row.decided_by) == ("allow", "user", "alice")
 

@@ -52,7 +52,7 @@ def deaf_layer() -> Any:
 async def decide_soon(request_id: Any, delay: float) -> None:
     await asyncio.sleep(delay)  # the approver answers while the agent waits
     await database_sync_to_async(services.request_decide)(
-        request_id=request_id, behavior="allow", surface="api", decided_by="alice"
+        request_id, services.Answer(behavior="allow", surface="api", decided_by="alice")
     )
 
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from agent.facts import gather
 from approvals import learning, services
 from approvals.models import Decision, Rule
 from tests.conftest import AgentPersona
+from tests.policy.calls import gather
 
 URL = "/api/v1/rules/what-if"
 SINCE = "2000-01-01T00:00:00Z"
@@ -31,7 +31,9 @@ def record(ci_bot: AgentPersona) -> Callable[..., Any]:
         result = services.request_submit(agent=ci_bot.agent, call=call)
         if human is not None:
             assert result.decision is None, f"the engine should ask for {call}"
-            services.request_decide(request_id=result.request.pk, behavior=human, surface="api", decided_by="alice")
+            services.request_decide(
+                result.request.pk, services.Answer(behavior=human, surface="api", decided_by="alice")
+            )
         return result.request
 
     return make

@@ -78,20 +78,22 @@ def seed() -> dict[str, Any]:
     for command, behavior in answered:
         req = call(ci, "Bash", {"command": command}).request
         services.request_decide(
-            request_id=req.pk,
-            behavior=behavior,
-            surface="web",
-            user=alice,
-            message="Not from CI, please." if behavior == "deny" else "",
+            req.pk,
+            services.Answer(
+                behavior=behavior,
+                surface="web",
+                user=alice,
+                message="Not from CI, please." if behavior == "deny" else "",
+            ),
         )
     services.request_expire(request=call(ci, "Bash", {"command": "terraform apply"}).request)
     # A person allowed a call like the pending pytest runs: their cards say what changed.
     earlier = call(ci, "Bash", {"command": "pytest -q tests/cart"}, session="5e21b7c0").request
-    services.request_decide(request_id=earlier.pk, behavior="allow", surface="web", user=alice)
+    services.request_decide(earlier.pk, services.Answer(behavior="allow", surface="web", user=alice))
     # A Telegram-announced ask that was allowed and ran: the audit row's timeline.
     shipped = call(ci, "Bash", {"command": "npm run lint -- --fix"}).request
     _announced_on_telegram(shipped)
-    services.request_decide(request_id=shipped.pk, behavior="allow", surface="telegram", user=alice)
+    services.request_decide(shipped.pk, services.Answer(behavior="allow", surface="telegram", user=alice))
     services.request_record_result(request=shipped, ok=True, output="0 problems")
     services.audit_filter_save(user=alice, name="Denied, all agents", query="behavior=deny")
     services.audit_filter_save(user=alice, name="ci-bot pushes", query="q=git+push&agent=ci-bot")

@@ -59,7 +59,9 @@ class AgentAskTests:
             async with agent_connect(relay_server, ci_bot.token) as ws:
                 await send(ws, {"type": "permission_request", "ref": "r1", "request": ask_call()})
                 pending = await receive_until(ws, of_type("pending", ref="r1"))
-                await in_thread(race.answer, pending["id"], "allow", surface="web", user=alice)
+                await in_thread(
+                    race.answer, pending["id"], services.Answer(behavior="allow", surface="web", user=alice)
+                )
                 return pending, await receive_until(ws, of_type("decision", ref="r1"))
 
         pending, decision = asyncio.run(scenario())
@@ -102,7 +104,11 @@ class AgentAskTests:
                     ids[frame["ref"]] = frame["id"]
                 # Answer in reverse order: each decision must reach its own ref.
                 for n in reversed(range(10)):
-                    await in_thread(race.answer, ids[f"r{n}"], "deny" if n % 2 else "allow", surface="api", user=alice)
+                    await in_thread(
+                        race.answer,
+                        ids[f"r{n}"],
+                        services.Answer(behavior="deny" if n % 2 else "allow", surface="api", user=alice),
+                    )
                 decisions: dict[str, dict[str, Any]] = {}
                 while len(decisions) < 10:
                     frame = await receive_until(ws, of_type("decision"))
@@ -150,7 +156,9 @@ class AgentAskTests:
                 pendings = [await receive_until(ws, of_type("pending")) for _ in range(2)]
                 first, second = sorted(pendings, key=lambda frame: frame["ref"])
             # Offline: "a" is decided while nobody listens.
-            outcome = await in_thread(race.answer, first["id"], "allow", surface="web", user=alice)
+            outcome = await in_thread(
+                race.answer, first["id"], services.Answer(behavior="allow", surface="web", user=alice)
+            )
             assert outcome.won, outcome
             async with agent_connect(relay_server, ci_bot.token) as ws:
                 await send(
@@ -159,7 +167,7 @@ class AgentAskTests:
                 replies = {frame["type"]: frame for frame in [await receive(ws), await receive(ws)]}
                 missed, still = replies["decision"], replies["pending"]
                 # And "b", decided after the resume, still arrives on the new socket.
-                await in_thread(race.answer, second["id"], "deny", surface="web", user=alice)
+                await in_thread(race.answer, second["id"], services.Answer(behavior="deny", surface="web", user=alice))
                 later = await receive_until(ws, of_type("decision"))
                 assert still["id"] == second["id"]
                 return missed, later
@@ -188,7 +196,9 @@ class AgentAskTests:
             async with agent_connect(relay_server, ci_bot.token) as ws:
                 await send(ws, {"type": "permission_request", "ref": "r1", "request": ask_call()})
                 pending = await receive_until(ws, of_type("pending"))
-                await in_thread(race.answer, pending["id"], "allow", surface="web", user=alice)
+                await in_thread(
+                    race.answer, pending["id"], services.Answer(behavior="allow", surface="web", user=alice)
+                )
                 await receive_until(ws, of_type("decision"))
                 await send(
                     ws,

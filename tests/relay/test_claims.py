@@ -147,7 +147,7 @@ class ClaimStoreDownTests:
         def decider() -> None:
             barrier.wait()
             try:
-                won.append(race.answer(request.pk, "allow", surface="api", user=alice).won)
+                won.append(race.answer(request.pk, services.Answer(behavior="allow", surface="api", user=alice)).won)
             finally:
                 connection.close()
 

@@ -94,7 +94,9 @@ class DashboardPushTests:
                 await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
                 pending = await receive_until(agent, of_type("pending"))
                 created = await receive_until(board, of_type("request.created"))
-                await in_thread(race.answer, pending["id"], "allow", surface="telegram", user=alice)
+                await in_thread(
+                    race.answer, pending["id"], services.Answer(behavior="allow", surface="telegram", user=alice)
+                )
                 decided = await receive_until(board, of_type("request.decided"))
                 await receive_until(agent, of_type("decision"))
                 await send(agent, {"type": "progress", "id": pending["id"], "data": {"stdout": "removed 3 files"}})

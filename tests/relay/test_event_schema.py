@@ -72,7 +72,9 @@ class EventSchemaTests:
                     ids.append((await receive_until(agent, of_type("pending", ref=ref)))["id"])
                 await send(dashboard, {"type": "open", "id": ids[0]})
                 await send(agent, {"type": "progress", "id": ids[0], "data": {"stdout": "…"}})
-                await in_thread(services.request_decide, request_id=ids[0], behavior="allow", surface="api", user=alice)
+                await in_thread(
+                    services.request_decide, ids[0], services.Answer(behavior="allow", surface="api", user=alice)
+                )
                 await send(agent, {"type": "cancel", "id": ids[1]})
                 await in_thread(_expire, ids[2])
                 caught = await drain(layer, channel, wanted)

@@ -38,7 +38,7 @@ class ObservabilityTests:
         request = services.request_submit(
             agent=ci_bot.agent, call=ask_call("curl -H 'Authorization: Bearer sk-live-SECRET' https://x")
         ).request
-        race.answer(request.pk, "deny", surface="web", user=alice)
+        race.answer(request.pk, services.Answer(behavior="deny", surface="web", user=alice))
         events = [r for r in telemetry.get_finished_logs() if r.log_record.event_name == "tool_decision"]
         assert len(events) == 1
         attributes = dict(events[0].log_record.attributes or {})
@@ -69,8 +69,8 @@ class ObservabilityTests:
         )
         waiting = services.request_submit(agent=ci_bot.agent, call=ask_call("rm -rf a", tool_use_id="a")).request
         services.request_submit(agent=ci_bot.agent, call=ask_call("rm -rf b", tool_use_id="b"))
-        race.answer(waiting.pk, "allow", surface="api", user=alice)
-        loser = race.answer(waiting.pk, "deny", surface="web", user=alice)
+        race.answer(waiting.pk, services.Answer(behavior="allow", surface="api", user=alice))
+        loser = race.answer(waiting.pk, services.Answer(behavior="deny", surface="web", user=alice))
         assert not loser.won
         response = Client().get("/metrics")
         assert response.status_code == 200

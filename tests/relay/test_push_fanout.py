@@ -124,7 +124,9 @@ class DecisionFrameTests:
                 await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
                 pending = await receive_until(agent, of_type("pending"))
                 await in_thread(
-                    race.answer, pending["id"], "deny", surface="web", user=alice, message="not on the release branch"
+                    race.answer,
+                    pending["id"],
+                    services.Answer(behavior="deny", surface="web", user=alice, message="not on the release branch"),
                 )
                 return await receive_until(agent, of_type("decision", ref="r"))
 
@@ -144,7 +146,11 @@ class DecisionFrameTests:
             async with agent_connect(relay_server, ci_bot.token) as agent:
                 await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
                 pending = await receive_until(agent, of_type("pending"))
-                await in_thread(race.answer, pending["id"], "allow", surface="web", user=alice, updated_input=rewritten)
+                await in_thread(
+                    race.answer,
+                    pending["id"],
+                    services.Answer(behavior="allow", surface="web", user=alice, updated_input=rewritten),
+                )
                 return await receive_until(agent, of_type("decision", ref="r"))
 
         frame = asyncio.run(scenario())

@@ -43,7 +43,7 @@ def press_over_http(server: LiveServer, token: str, request_id: str) -> str:
 
 def press_in_chat(user: Any, surface: str, request_id: str) -> str:
     try:
-        result = race.answer(request_id, "allow", surface=surface, user=user)
+        result = race.answer(request_id, services.Answer(behavior="allow", surface=surface, user=user))
     except services.ServiceError:
         return "400"
     return "counted" if result.won else "409"

@@ -85,8 +85,8 @@ class RaceTests:
 
     def test_a_loser_hears_who_won_and_how(self, ci_bot: Any, alice: Any, admin: Any, transactional_db: None) -> None:
         request = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
-        first = race.answer(request.pk, "deny", surface="telegram", user=alice)
-        second = race.answer(request.pk, "allow", surface="web", user=admin)
+        first = race.answer(request.pk, services.Answer(behavior="deny", surface="telegram", user=alice))
+        second = race.answer(request.pk, services.Answer(behavior="allow", surface="web", user=admin))
         assert first.won and not second.won
         assert race.loser_message(second) == "already decided by alice via telegram (denied)"
         assert PermissionRequest.objects.get(pk=request.pk).state == "decided"
@@ -99,7 +99,7 @@ class RaceTests:
         with override_settings(GATEHOUSE_ASK_TIMEOUT=0):
             request = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
         assert sweep_once() == 1
-        late = race.answer(request.pk, "allow", surface="slack", user=alice)
+        late = race.answer(request.pk, services.Answer(behavior="allow", surface="slack", user=alice))
         assert not late.won
         assert race.loser_message(late) == "already expired: nobody answered before the deadline"
 
@@ -115,7 +115,11 @@ class RaceTests:
         def decider(n: int) -> None:
             barrier.wait()
             try:
-                results.append(race.answer(request.pk, "allow" if n % 2 else "deny", surface="api", user=alice).won)
+                results.append(
+                    race.answer(
+                        request.pk, services.Answer(behavior="allow" if n % 2 else "deny", surface="api", user=alice)
+                    ).won
+                )
             finally:
                 connection.close()
 

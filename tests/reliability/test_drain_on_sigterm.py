@@ -75,7 +75,7 @@ class DrainOnSigtermTests:
                 ]
                 # The draining process still answers the request it holds.
                 await sync_to_async(services.request_decide)(
-                    request_id=waiting, behavior="allow", surface="api", user=alice
+                    waiting, services.Answer(behavior="allow", surface="api", user=alice)
                 )
                 answered = await asyncio.wait_for(in_flight, 20)
             exit_code = await asyncio.to_thread(srv.process.wait, 30)
@@ -102,7 +102,7 @@ class DrainOnSigtermTests:
                 await moved.send(json.dumps({"type": "resume", "ids": [{"id": request_id, "ref": "again"}]}))
                 assert json.loads(await asyncio.wait_for(moved.recv(), 15))["type"] == "pending"
                 await sync_to_async(services.request_decide)(
-                    request_id=request_id, behavior="deny", surface="api", user=alice
+                    request_id, services.Answer(behavior="deny", surface="api", user=alice)
                 )
                 decision = json.loads(await asyncio.wait_for(moved.recv(), 15))
                 assert (decision["type"], decision["ref"], decision["id"]) == ("decision", "again", request_id)

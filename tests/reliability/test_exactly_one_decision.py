@@ -218,7 +218,9 @@ def chat_answer(request_id: str, behavior: str) -> tuple[int, str | None, str | 
     from relay import race
 
     try:
-        result = race.answer(request_id, behavior, surface="telegram", decided_by=CHAT_DECIDER)
+        result = race.answer(
+            request_id, services.Answer(behavior=behavior, surface="telegram", decided_by=CHAT_DECIDER)
+        )
     except Exception as exc:  # recorded as a failed operation and judged by the model
         return 0, repr(exc), None
     decision = result.decision

@@ -84,7 +84,7 @@ class IdempotencyTests:
         with django_db_blocker.unblock(), live_server() as srv:
             again_allow = replay_everywhere(srv, ci_bot.token, call("ls", "toolu_crash_allow"), copies=2)
             again_ask = replay_everywhere(srv, ci_bot.token, call("rm -rf build", "toolu_crash_ask"), copies=2)
-            services.request_decide(request_id=first_ask.request_id, behavior="deny", surface="api", user=alice)
+            services.request_decide(first_ask.request_id, services.Answer(behavior="deny", surface="api", user=alice))
             decided = replay_everywhere(srv, ci_bot.token, call("rm -rf build", "toolu_crash_ask"), copies=2)
         assert first_allow.behavior == "allow" and first_ask.behavior == "pending"
         assert {(h.behavior, h.request_id or first_allow.request_id) for h in again_allow} == {

@@ -386,7 +386,7 @@ def fresh_objects(template: str, n: int, ci_bot: AgentPersona, alice: Any, defau
         found["req"] = services.request_submit(agent=ci_bot.agent, call={**ASK, "tool_use_id": f"m{n}"}).request.pk
     if "{decision}" in template:
         decided = services.request_submit(agent=ci_bot.agent, call={**ASK, "tool_use_id": f"d{n}"}).request
-        services.request_decide(request_id=decided.pk, behavior="deny", surface="api", user=alice)
+        services.request_decide(decided.pk, services.Answer(behavior="deny", surface="api", user=alice))
         found["decision"] = Decision.objects.get(request=decided).pk
     if "{rule}" in template:
         rule = Rule.objects.create(rule="Bash(make:*)", behavior="allow", source="localSettings", team=default_team)

@@ -35,7 +35,7 @@ def request_in(outcome: str, ci_bot: Any, alice: Any, tag: str) -> str:
     ).request
     if outcome in ("allowed", "allowed_and_ran", "denied"):
         behavior = "deny" if outcome == "denied" else "allow"
-        services.request_decide(request_id=request.pk, behavior=behavior, surface="web", user=alice)
+        services.request_decide(request.pk, services.Answer(behavior=behavior, surface="web", user=alice))
     if outcome == "allowed_and_ran":
         services.request_record_result(request=PermissionRequest.objects.get(pk=request.pk), ok=True, output="done")
     if outcome == "expired":
@@ -98,7 +98,9 @@ class SameToolUseIdTests:
                 pendings = [await receive_until(ws, lambda f: f.get("type") == "pending") for _ in range(copies)]
                 assert len({p["id"] for p in pendings}) == 1
                 await in_thread(
-                    services.request_decide, request_id=pendings[0]["id"], behavior="allow", surface="web", user=alice
+                    services.request_decide,
+                    pendings[0]["id"],
+                    services.Answer(behavior="allow", surface="web", user=alice),
                 )
                 decided: dict[str, dict[str, Any]] = {}
                 while len(decided) < copies:
@@ -149,7 +151,7 @@ class LateDecisionTests:
     ) -> None:
         request = services.request_submit(agent=ci_bot.agent, call={**ask_call(), "tool_use_id": "late"}).request
         PermissionRequest.objects.filter(pk=request.pk).update(deadline_at=timezone.now() - late_by)
-        result = services.request_decide(request_id=request.pk, behavior=behavior, surface="web", user=alice)
+        result = services.request_decide(request.pk, services.Answer(behavior=behavior, surface="web", user=alice))
         assert result.won is False
         stored = PermissionRequest.objects.get(pk=request.pk)
         assert stored.state == RequestState.EXPIRED
@@ -159,6 +161,6 @@ class LateDecisionTests:
     def test_it_still_takes_a_decision_just_before_the_deadline(self, ci_bot: Any, alice: Any) -> None:
         request = services.request_submit(agent=ci_bot.agent, call={**ask_call(), "tool_use_id": "in-time"}).request
         PermissionRequest.objects.filter(pk=request.pk).update(deadline_at=timezone.now() + timedelta(seconds=30))
-        result = services.request_decide(request_id=request.pk, behavior="allow", surface="web", user=alice)
+        result = services.request_decide(request.pk, services.Answer(behavior="allow", surface="web", user=alice))
         assert result.won is True
         assert result.decision is not None and result.decision.behavior == "allow"

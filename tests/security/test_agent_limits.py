@@ -36,7 +36,7 @@ class PendingLimitTests:
         # Another agent is not held back by this one's queue.
         assert services.request_submit(agent=other_bot.agent, call={**ask_call(), "tool_use_id": "o"}).decision is None
         # An answer frees a place.
-        services.request_decide(request_id=waiting[0].request.pk, behavior="deny", surface="web", user=alice)
+        services.request_decide(waiting[0].request.pk, services.Answer(behavior="deny", surface="web", user=alice))
         again = services.request_submit(agent=ci_bot.agent, call={**ask_call(), "tool_use_id": "again"})
         assert again.decision is None
 

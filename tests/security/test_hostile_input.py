@@ -162,7 +162,7 @@ class PayloadSubmission:
         ).request
         for request in (requests[0], unknown):
             services.request_decide(
-                request_id=request.pk, behavior="deny", surface="api", user=alice, message=PAYLOADS["script"]
+                request.pk, services.Answer(behavior="deny", surface="api", user=alice, message=PAYLOADS["script"])
             )
         return requests
 

@@ -57,11 +57,11 @@ def seed(alice: Any, ci_bot: Any) -> dict[str, Any]:
     call = {"tool_name": "WebFetch", "tool_input": {"url": "http://0x7f000001/admin", "prompt": "read"}}
     fetch = in_thread(services.request_submit, agent=agent, call={**call, "session_id": "s1", "cwd": "/tmp/proj"})
     earlier = ask(agent, "pytest -q tests/a")  # allowed: the pytest cards say what changed since
-    in_thread(services.request_decide, request_id=earlier.pk, behavior="allow", surface="web", user=alice)
+    in_thread(services.request_decide, earlier.pk, services.Answer(behavior="allow", surface="web", user=alice))
     services.audit_filter_save(user=alice, name="Denied", query="behavior=deny")
     twins = [ask(agent, "pytest -q") for _ in range(2)]  # identical: the queue shows a batch bar
     done = ask(agent, "npm publish")
-    decided = in_thread(services.request_decide, request_id=done.pk, behavior="deny", surface="web", user=alice)
+    decided = in_thread(services.request_decide, done.pk, services.Answer(behavior="deny", surface="web", user=alice))
     return {
         "risky": risky,
         "hidden": hidden,
@@ -205,6 +205,6 @@ class NavBadgeTests:
         ask(ci_bot.agent, "npm publish --tag seven")
         # Selectors, not wait_for_function: the CSP forbids the eval its polling uses.
         page.wait_for_selector('#nav-count[data-count="7"]', timeout=PUSH_TIMEOUT_MS)
-        in_thread(services.request_decide, request_id=requests[3].pk, behavior="deny", surface="web", user=alice)
+        in_thread(services.request_decide, requests[3].pk, services.Answer(behavior="deny", surface="web", user=alice))
         page.wait_for_selector('#nav-count[data-count="6"]', timeout=PUSH_TIMEOUT_MS)
         assert page.title().startswith("(6) ")

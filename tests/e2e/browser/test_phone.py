@@ -20,7 +20,7 @@ class PhoneLayoutTests:
         long = "find / -name '*.py' -exec grep -l " + "averyveryverylongargumentwithoutanyspaces" * 4 + " {} +"
         req = ask(ci_bot.agent, long)
         other = ask(ci_bot.agent)
-        in_thread(services.request_decide, request_id=other.pk, behavior="deny", surface="web", user=alice)
+        in_thread(services.request_decide, other.pk, services.Answer(behavior="deny", surface="web", user=alice))
         page = page_for(alice, **PHONE)
         wait_live(page)
         page.wait_for_selector(f"#req-{req.pk}")

@@ -18,7 +18,9 @@ PAYLOAD = "npm run test -- '<img src=x onerror=\"window.pwned=1\">'"
 class RulesWhatIfTests:
     def test_it_shows_a_drafts_what_if_before_saving(self, page_for: Any, alice: Any, ci_bot: Any) -> None:
         asked = ask(ci_bot.agent, PAYLOAD)
-        in_thread(services.request_decide, request_id=asked.pk, behavior="deny", surface="api", decided_by="alice")
+        in_thread(
+            services.request_decide, asked.pk, services.Answer(behavior="deny", surface="api", decided_by="alice")
+        )
         page = page_for(alice, "/rules/")
         page.fill("#add input[name=rule]", "Bash(npm run test:*)")
         page.select_option("#add select[name=behavior]", "allow")

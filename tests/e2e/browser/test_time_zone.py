@@ -16,7 +16,7 @@ class BrowserTimeZoneTests:
         from approvals import services
 
         done = ask(ci_bot.agent, "make deploy")
-        row = in_thread(services.request_decide, request_id=done.pk, behavior="deny", surface="web", user=alice)
+        row = in_thread(services.request_decide, done.pk, services.Answer(behavior="deny", surface="web", user=alice))
         context = browser.new_context(timezone_id="Asia/Tokyo", locale="en-GB")
         try:
             context.add_cookies([{"name": "sessionid", "value": session_cookie(alice), "url": server.url}])

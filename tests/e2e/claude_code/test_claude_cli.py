@@ -70,7 +70,9 @@ def decide_when_pending(behavior: str, user: Any, message: str = "") -> threadin
 
     def answer() -> None:
         request = wait_until(pending_request, timeout=60, what="a pending request")
-        services.request_decide(request_id=request.pk, behavior=behavior, surface="api", user=user, message=message)
+        services.request_decide(
+            request.pk, services.Answer(behavior=behavior, surface="api", user=user, message=message)
+        )
 
     thread = threading.Thread(target=answer, daemon=True)
     thread.start()

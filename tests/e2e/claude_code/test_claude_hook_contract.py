@@ -183,7 +183,7 @@ class DeferTests:
             assert request.state == "pending" and request.evaluation["deferred"]
             assert request.deadline_at is not None
             assert (request.deadline_at - request.created_at).total_seconds() == pytest.approx(24 * 3600, abs=5)
-            services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=alice)
+            services.request_decide(request.pk, services.Answer(behavior="allow", surface="api", user=alice))
             resumed = run_claude(
                 fake,
                 tmp_path / "home",
@@ -227,12 +227,14 @@ class DenyAndStopTests:
         def deny_and_stop() -> None:
             request = wait_until(pending_request, timeout=60, what="a pending request")
             services.request_decide(
-                request_id=request.pk,
-                behavior="deny",
-                surface="api",
-                user=alice,
-                message="Stop: not on a Friday.",
-                reason_extra={"interrupt": True},
+                request.pk,
+                services.Answer(
+                    behavior="deny",
+                    surface="api",
+                    user=alice,
+                    message="Stop: not on a Friday.",
+                    reason_extra={"interrupt": True},
+                ),
             )
 
         threading.Thread(target=deny_and_stop, daemon=True).start()
@@ -283,7 +285,7 @@ class UpdatedPermissionsTests:
                     stop.wait(0.05)  # polling the database for the next prompt, until the run ends
                     continue
                 services.request_decide(
-                    request_id=request.pk, behavior="allow", surface="api", user=alice, remember=remember
+                    request.pk, services.Answer(behavior="allow", surface="api", user=alice, remember=remember)
                 )
 
         approver = threading.Thread(target=approve_each, daemon=True)

@@ -57,7 +57,7 @@ def allow_when_pending(user: Any) -> threading.Thread:
 
     def answer() -> None:
         request = wait_until(pending_request, timeout=60, what="a pending request")
-        services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=user)
+        services.request_decide(request.pk, services.Answer(behavior="allow", surface="api", user=user))
 
     thread = threading.Thread(target=answer, daemon=True)
     thread.start()

@@ -131,7 +131,7 @@ class ClaudeSafetyFloorTests:
             while not done.is_set():
                 request = wait_until(lambda: pending_request() or done.is_set(), timeout=60, what="an ask")
                 if request is not True:
-                    services.request_decide(request_id=request.pk, behavior="allow", surface="api", user=alice)
+                    services.request_decide(request.pk, services.Answer(behavior="allow", surface="api", user=alice))
 
         threading.Thread(target=approve, daemon=True).start()
         with fake_anthropic(ScriptedToolUse("Bash", {"command": "rm -rf ~", "description": "clean"})) as fake:

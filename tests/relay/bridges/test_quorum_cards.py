@@ -48,7 +48,7 @@ class TelegramQuorumTests:
         assert "1 of 2 — alice approved" in nudge.text
         fake_tg.wait_for(lambda: "Reminded at" in card.text)
 
-        services.request_decide(request_id=request.pk, behavior="allow", surface="web", user=two_approvals)
+        services.request_decide(request.pk, services.Answer(behavior="allow", surface="web", user=two_approvals))
         fake_tg.wait_for(lambda: "Allowed by alice and carol via web" in card.text)
         assert card.reply_markup is None
 
@@ -59,6 +59,6 @@ class SlackQuorumTests:
     ):
         request = ask(ci_bot.agent)
         card = fake_sl.wait_for(lambda: next(iter(fake_sl.cards()), None))
-        services.request_decide(request_id=request.pk, behavior="allow", surface="web", user=alice)
+        services.request_decide(request.pk, services.Answer(behavior="allow", surface="web", user=alice))
         fake_sl.wait_for(lambda: "1 of 2 — alice approved" in card.all_text)
         assert card.buttons  # still open for the second approver

@@ -115,12 +115,13 @@ class TelegramPressTests:
         assert decision_of(request) is None
 
     def test_it_tells_a_late_presser_who_decided(self, fake_tg, telegram_bridge, telegram_poller, ci_bot, alice):
+        from approvals.services import Answer
         from relay import race
 
         request = ask(ci_bot.agent)
         card = fake_tg.wait_for(lambda: fake_tg.card_for("ci-bot"))
         stale = card.button("Allow once")["callback_data"]  # the phone still shows the old buttons
-        assert race.answer(request.pk, "deny", surface="web", user=alice).won
+        assert race.answer(request.pk, Answer(behavior="deny", surface="web", user=alice)).won
         update_id = fake_tg.press_raw(card, stale, user_id=ALICE_TG)
         toast = fake_tg.wait_for(lambda: fake_tg.toast_for(f"cq{update_id}"))
         assert toast[0].startswith("Already decided by alice via web")

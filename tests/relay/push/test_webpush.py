@@ -123,7 +123,7 @@ class DeliveryTests:
         subscription, _ = subscribe(alice, push_service)
         request = ask(ci_bot.agent, "npm run lint")
         push_service.wait_for(lambda: push_service.for_sub(subscription))
-        services.request_decide(request_id=request.pk, behavior="deny", surface="web", user=alice)
+        services.request_decide(request.pk, services.Answer(behavior="deny", surface="web", user=alice))
         finished = push_service.wait_for(lambda: push_service.for_sub(subscription)[1:])[0]
         assert finished.payload["type"] == "finished"
         assert finished.payload["request_id"] == str(request.pk)
