@@ -156,10 +156,11 @@ def gather(
     cwd: str,
     additional_directories: Iterable[str] = (),
     home: str | None = None,
+    budget: float = BUDGET_SECONDS,
 ) -> dict[str, Any]:
-    """The ``facts`` object for one call, read from this machine's disk."""
+    """The ``facts`` object for one call, read from this machine's disk within ``budget`` seconds."""
     home = os.path.normpath(home or os.path.expanduser("~"))
-    deadline = time.monotonic() + BUDGET_SECONDS
+    deadline = time.monotonic() + budget
     wanted = [cwd or "/", *[d for d in additional_directories if isinstance(d, str)]]
     if isinstance(tool_input, dict):
         for written in call_paths(tool_name, tool_input, cwd):

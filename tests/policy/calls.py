@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from agent.facts import gather
+from agent import facts
 from policy import Decision, decide
 
 CWD = "/srv/project"
@@ -46,6 +47,19 @@ STANDARD_RULES: list[dict[str, Any]] = [
         },
     },
 ]
+
+
+# The hook gathers facts within 50 ms and past that reports them truncated, so the engine
+# asks about what it was not told. On a test machine under a full run that budget ran out
+# at random; the tests read this machine's disk without it.
+GATHER_BUDGET_SECONDS = 60.0
+
+
+def gather(
+    tool: str, tool_input: dict[str, Any], cwd: str, additional_directories: Iterable[str] = (), home: str | None = None
+) -> dict[str, Any]:
+    """What a hook on the agent's machine would report (here: this machine's disk)."""
+    return facts.gather(tool, tool_input, cwd, additional_directories, home, budget=GATHER_BUDGET_SECONDS)
 
 
 def request(tool: str, tool_input: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.facts import gather
 from policy import decide, parse_rule
 from policy.grants import grant_rule
+from tests.policy.calls import gather
 
 CWD = "/srv/project"
 

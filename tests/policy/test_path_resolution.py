@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from agent.facts import gather, real_path
+from agent.facts import real_path
 from policy import Decision, decide
 from policy.facts import parse_facts
 from policy.paths import PathResolver
+from tests.policy.calls import gather
 
 
 def _tree(tmp_path: Path) -> Path:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from agent.facts import gather
 from policy import compile_rules, decide
 from policy.rules import SOURCES
+from tests.policy.calls import gather
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent.facts import gather
 from policy.facts import parse_facts
 from policy.paths import PathResolver
 from policy.shell import analyse
+from tests.policy.calls import gather
 
 CWD = "/srv/project"
 

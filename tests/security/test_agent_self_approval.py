@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from agent.facts import gather
 from approvals import services
+from tests.policy.calls import gather
 
 CURL_PIPE_SH: dict[str, Any] = {
     "tool_name": "Bash",

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.facts import gather
 from policy import decide
+from tests.policy.calls import gather
 
 HOME = "/home/alice"
 CWD = "/home/alice/project"

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.facts import gather
 from policy import decide
+from tests.policy.calls import gather
 
 CWD = "/srv/project"
 HOME = "/home/alice"

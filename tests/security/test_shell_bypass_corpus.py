@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import policy
-from agent.facts import gather
+from tests.policy.calls import gather
 
 CWD = "/srv/project"
 HOME = "/home/dev"

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.facts import gather
 from policy import decide
 from policy.shell.wrappers import WRAPPERS
+from tests.policy.calls import gather
 
 CWD = "/srv/project"
 HOME = "/home/dev"

@@ -21,9 +21,9 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from agent import facts
 from tests.e2e.claude_code.cli import claude_bin
 from tests.fakes.anthropic_stream import ScriptedToolUse, fake_anthropic_calls
+from tests.policy.calls import gather
 from tests.policy.oracle.cases import HOME, LAYOUT, PROJECT, ROOT, Call, Setting
 
 FAKE_RM = "#!/bin/sh\n# gatehouse-oracle fake rm: deletes nothing\nexit 0\n"
@@ -71,7 +71,7 @@ def build_layout() -> None:
 
 def call_facts(call: Call, setting: Setting) -> dict[str, Any]:
     """What Gatehouse's hook would report for this call on this machine."""
-    return facts.gather(call.tool, call.input, PROJECT, setting.add_dirs, HOME)
+    return gather(call.tool, call.input, PROJECT, setting.add_dirs, HOME)
 
 
 def _reset_cwd_after(call: Call) -> bool:
