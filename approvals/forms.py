@@ -77,7 +77,7 @@ class BatchDecideForm(forms.Form):
 
     ids = forms.Field(widget=forms.MultipleHiddenInput)
     action = forms.ChoiceField(choices=[("once", "allow once"), ("deny", "deny")])
-    message = forms.CharField(required=False, max_length=2000)
+    message = forms.CharField(required=False, max_length=MAX_ANSWER_MESSAGE_CHARS)
 
     def clean_ids(self) -> list[uuid.UUID]:
         try:

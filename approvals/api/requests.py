@@ -314,7 +314,9 @@ class PermissionRequestBatchDecideApi(ApiView):
     class InputSerializer(StrictSerializer):
         ids = serializers.ListField(child=serializers.UUIDField(), min_length=1, max_length=services.BATCH_LIMIT)
         behavior = serializers.ChoiceField(choices=["allow", "deny"])
-        message = serializers.CharField(max_length=10_000, required=False, allow_blank=True, default="")
+        message = serializers.CharField(
+            max_length=services.MAX_ANSWER_MESSAGE_CHARS, required=False, allow_blank=True, default=""
+        )
 
         class Meta:
             ref_name = "PermissionRequestBatchDecide"

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from approvals import events, questions, selectors
 from approvals.audit import append_decision, input_hash
-from approvals.extensions import Claim, ClaimStore, registry
+from approvals.extensions import ClaimStore, registry
 from approvals.models import (
     Agent,
     Decision,
@@ -70,7 +70,7 @@ def request_decide(
         # The holder neither finished nor let go in time (it may have died): the
         # database fence below still lets only one of us decide.
     try:
-        result = _decide_fenced(request_id, answer, loaded=loaded, claim=claim)
+        result = _decide_fenced(request_id, answer, loaded=loaded)
     finally:
         if claim is not None:
             claim.release()
@@ -163,9 +163,7 @@ def _await_release(store: ClaimStore, request_id: str, deadline: float) -> bool:
     return False
 
 
-def _decide_fenced(
-    request_id: uuid.UUID | str, answer: Answer, *, loaded: PermissionRequest | None, claim: Claim | None
-) -> DecideResult:
+def _decide_fenced(request_id: uuid.UUID | str, answer: Answer, *, loaded: PermissionRequest | None) -> DecideResult:
     reason = {
         "type": answer.reason_type,
         "decided_by": answer.by,

@@ -1,8 +1,8 @@
 """An answer's limits are the same on every surface: the card's form, the API and the service.
 
-The chat bridges call the service directly, so the three doors below are every way an
-answer arrives. Each answer in the table is refused (or taken) alike by all three, and a
-refused answer leaves the request pending.
+The chat bridges call the service directly, so the three doors below (and the batch
+form and API, for the message) are every way an answer arrives. Each answer in the table
+is refused (or taken) alike by all three, and a refused answer leaves the request pending.
 """
 
 from __future__ import annotations
@@ -78,5 +78,35 @@ def test_every_door_takes_and_refuses_the_same_answers(
 ) -> None:
     found = pending(tool_input={"command": "npm run test"})  # a call a grant may cover
     assert door(alice, found, message, remember, hours) is taken
+    found.refresh_from_db()
+    assert found.state == (RequestState.DECIDED if taken else RequestState.PENDING)
+
+
+def through_batch_form(user: Any, found: PermissionRequest, message: str) -> bool:
+    client = Client()
+    client.force_login(user)
+    data = {"ids": [str(found.pk)], "action": "once", "message": message}
+    response = client.post("/requests/decide-batch", data, HTTP_ACCEPT="application/json")
+    assert response.status_code in (200, 400), response.content[:200]
+    return response.status_code == 200
+
+
+def through_batch_api(user: Any, found: PermissionRequest, message: str) -> bool:
+    client = APIClient()
+    client.force_authenticate(user)
+    body = {"ids": [str(found.pk)], "behavior": "allow", "message": message}
+    response = client.post("/api/v1/permission-requests/decisions", body, format="json")
+    assert response.status_code in (200, 400), response.content[:200]
+    return response.status_code == 200
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("door", [through_batch_form, through_batch_api], ids=["batch-form", "batch-api"])
+@pytest.mark.parametrize(("message", "taken"), [(LONGEST, True), (LONGEST + "m", False)])
+def test_a_batch_takes_and_refuses_the_same_messages(
+    door: Any, message: str, taken: bool, alice: Any, pending: Any
+) -> None:
+    found = pending(tool_input={"command": "npm run test"})
+    assert door(alice, found, message) is taken
     found.refresh_from_db()
     assert found.state == (RequestState.DECIDED if taken else RequestState.PENDING)
