@@ -118,7 +118,7 @@ class ClaudeAskTests:
     def test_a_timeout_applies_on_timeout(
         self, fake: FakeAnthropic, server: LiveServer, project: Path, tmp_path: Path, ci_bot: Any
     ) -> None:
-        command = hook_command(server.url, "--timeout", "2", "--on-timeout", "deny")
+        command = hook_command(server.url, "--timeout", "5", "--on-timeout", "deny")
         run = run_claude(fake, tmp_path / "home", project, hook_settings(command, timeout=30), token=ci_bot.token)
         assert run.returncode == 0, run.stderr
         assert not (project / "marker").exists()
