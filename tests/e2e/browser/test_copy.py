@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.browser.conftest import session_cookie
+from tests.e2e.browser.conftest import EVENT_TIMEOUT_MS, session_cookie
 from tests.e2e.browser.test_accessibility import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -30,10 +30,12 @@ class CopyButtonTests:
             token = page.locator("#token-value").inner_text()
             assert token.startswith("gh")
             button = page.locator("button[data-copy='token-value']")
+            # Hidden until copy.js runs (no page offers a dead button): wait for the script.
+            button.wait_for(state="visible", timeout=EVENT_TIMEOUT_MS)
             box = button.bounding_box()
             assert box is not None and box["height"] >= 44 and box["width"] >= 44
             button.click()
-            page.wait_for_selector("#token-value-copied:text('Copied.')", timeout=5_000)
+            page.wait_for_selector("#token-value-copied:text('Copied.')", timeout=EVENT_TIMEOUT_MS)
             assert page.evaluate("navigator.clipboard.readText()") == token
             assert axe_violations(page) == [], "the page with its token shown passes axe-core"
         finally:
