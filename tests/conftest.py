@@ -6,7 +6,9 @@ belongs to another team, and `ci-bot` is the default team's agent.
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -255,3 +257,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.db_engine)
         if item.nodeid.startswith(SCRIPT_SMOKE_SUITES):
             item.add_marker(pytest.mark.script_smoke)
+
+
+# `GATEHOUSE_TEST_TIMELINE=DIR` writes when each test ran on which worker (one JSON line
+# a test, one file a worker): what keeps a parallel run from finishing sooner.
+TIMELINE = os.environ.get("GATEHOUSE_TEST_TIMELINE")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    started = time.time()
+    yield
+    if TIMELINE:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        line = {"worker": worker, "test": item.nodeid, "start": started, "end": time.time()}
+        with open(os.path.join(TIMELINE, f"{worker}-{os.getpid()}.jsonl"), "a") as out:
+            out.write(json.dumps(line) + "\n")
