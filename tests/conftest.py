@@ -6,6 +6,7 @@ belongs to another team, and `ci-bot` is the default team's agent.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -112,12 +113,25 @@ def other_team(db: None) -> Any:
     return Team.objects.get_or_create(name="other")[0]
 
 
+@functools.cache
+def password_hash(password: str) -> str:
+    """A real PBKDF2 hash of `password`, made once per test process.
+
+    Django hashes with 1,000,000 iterations, about 0.2 s of CPU each: hashing every
+    persona's password in every test was a large share of the suite's CPU. The hash is
+    the real one, so a login through a live server still checks it.
+    """
+    from django.contrib.auth.hashers import make_password
+
+    return make_password(password)
+
+
 def _person(username: str, team: Any, role: str | None) -> Any:
     from django.contrib.auth import get_user_model
 
     from approvals import services
 
-    user = get_user_model().objects.create_user(username=username, password=f"{username}-password-1")
+    user = get_user_model().objects.create(username=username, password=password_hash(f"{username}-password-1"))
     if role is not None:
         services.membership_set(user=user, team=team, role=role)
     return user
@@ -151,7 +165,9 @@ def mallory(other_team: Any) -> Any:
 def admin(default_team: Any) -> Any:
     from django.contrib.auth import get_user_model
 
-    return get_user_model().objects.create_superuser(username="root", password="root-password-1")
+    return get_user_model().objects.create(
+        username="root", password=password_hash("root-password-1"), is_staff=True, is_superuser=True
+    )
 
 
 @pytest.fixture
