@@ -54,9 +54,10 @@ def browser() -> Iterator[Any]:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
-@pytest.fixture
-def server(transactional_db: None) -> Iterator[LiveServer]:
-    with live_server(DJANGO_ALLOW_ASYNC_UNSAFE="") as srv:
+@pytest.fixture(scope="module")
+def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[LiveServer]:
+    """One server for a module's tests; each test's data is flushed after it (transaction=True)."""
+    with django_db_blocker.unblock(), live_server(DJANGO_ALLOW_ASYNC_UNSAFE="") as srv:
         yield srv
 
 

@@ -31,10 +31,13 @@ def push_service() -> Iterator[FakePushService]:
         yield fake
 
 
-@pytest.fixture
-def server(transactional_db: None) -> Iterator[LiveServer]:
+@pytest.fixture(scope="module")
+def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[LiveServer]:
     # Replaces the browser suite's server: this one may push to the fake on 127.0.0.1.
-    with live_server(DJANGO_ALLOW_ASYNC_UNSAFE="", GATEHOUSE_PUSH_SERVICES="127.0.0.1") as srv:
+    with (
+        django_db_blocker.unblock(),
+        live_server(DJANGO_ALLOW_ASYNC_UNSAFE="", GATEHOUSE_PUSH_SERVICES="127.0.0.1") as srv,
+    ):
         yield srv
 
 

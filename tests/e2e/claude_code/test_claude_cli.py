@@ -46,9 +46,9 @@ def fake(project: Path) -> Iterator[FakeAnthropic]:
         yield server
 
 
-@pytest.fixture
-def server() -> Iterator[LiveServer]:
-    with live_server() as srv:
+@pytest.fixture(scope="module")
+def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[LiveServer]:
+    with django_db_blocker.unblock(), live_server() as srv:
         yield srv
 
 

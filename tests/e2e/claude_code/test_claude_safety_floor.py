@@ -28,9 +28,9 @@ def _claude_installed() -> None:
         pytest.fail(f"the Claude Code CLI is missing at {claude_bin()}: `make test` installs it")
 
 
-@pytest.fixture
-def server() -> Iterator[LiveServer]:
-    with live_server() as srv:
+@pytest.fixture(scope="module")
+def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[LiveServer]:
+    with django_db_blocker.unblock(), live_server() as srv:
         yield srv
 
 
