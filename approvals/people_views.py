@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 from approvals import permissions, selectors, services
 from approvals.forms import PersonInviteForm
 from approvals.models import Membership, Role, Team
-from approvals.views import _page as page
+from approvals.pages import render_page
 
 
 def _admin_team_or_404(request: HttpRequest, team_name: str) -> Team:
@@ -49,7 +49,7 @@ def people(request: HttpRequest) -> HttpResponse:
         "invited": invited,
         "roles": Role.choices,
     }
-    response = page(request, "approvals/people.html", context, status=400 if form.errors else 200)
+    response = render_page(request, "approvals/people.html", context, status=400 if form.errors else 200)
     if invited and invited.get("link"):
         response.headers["Cache-Control"] = "no-store"
     return response

@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 
 from approvals import permissions, selectors, services
 from approvals.forms import TeamGroupsForm, TeamSettingsForm
+from approvals.pages import render_page
 from approvals.services.settings import EDITABLE
 
 
@@ -38,4 +39,4 @@ def team_settings(request: HttpRequest, name: str) -> HttpResponse:
             messages.success(request, f"Saved the settings of team {team.name}.")
             return redirect("team-settings", name=team.name)
     context = {"team": team, "form": form, "groups": groups}
-    return render(request, "approvals/team_settings.html", context, status=400 if posted is not None else 200)
+    return render_page(request, "approvals/team_settings.html", context, status=400 if posted is not None else 200)

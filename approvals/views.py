@@ -31,7 +31,7 @@ from django.http import (
     JsonResponse,
     QueryDict,
 )
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
@@ -49,16 +49,9 @@ from approvals.forms import (
     RuleForm,
 )
 from approvals.models import Rule, RuleSource
+from approvals.pages import render_page
 
 log = logging.getLogger(__name__)
-
-
-def _page(request: HttpRequest, template: str, context: dict[str, Any], *, status: int = 200) -> HttpResponse:
-    """Render a page with what every page shows: the pending count in the title and nav."""
-    context.setdefault("pending_count", selectors.pending_requests(request.user).count())
-    context.setdefault("is_approver", permissions.is_approver_anywhere(request.user))
-    context.setdefault("is_team_admin", permissions.is_admin_anywhere(request.user))
-    return render(request, template, context, status=status)
 
 
 def _person(request: HttpRequest) -> Any:
@@ -157,7 +150,7 @@ def queue(request: HttpRequest) -> HttpResponse:
         card_context(req, request.user, decision=getattr(req, "decision", None))
         for req in selectors.recently_finished(request.user, limit=5)
     ]
-    return _page(request, "approvals/queue.html", {"cards": cards, "recent": recent, "pending_count": len(cards)})
+    return render_page(request, "approvals/queue.html", {"cards": cards, "recent": recent, "pending_count": len(cards)})
 
 
 @login_required
@@ -171,7 +164,7 @@ def request_detail(request: HttpRequest, request_id: UUID) -> HttpResponse:
         "decision": decision,
         "timeline": selectors.request_timeline(req, decision),
     }
-    return _page(request, "approvals/request_detail.html", context)
+    return render_page(request, "approvals/request_detail.html", context)
 
 
 @login_required
@@ -242,7 +235,7 @@ def _batch_answer(
     if status == 200:
         messages.success(request, message)
         return redirect("queue")
-    return _page(request, "approvals/error.html", {"message": message}, status=status)
+    return render_page(request, "approvals/error.html", {"message": message}, status=status)
 
 
 def _lost_message(result: services.DecideResult) -> str:
@@ -263,7 +256,7 @@ def _decide_answer(request: HttpRequest, req: Any, status: int, message: str) ->
     if status in (409,):
         messages.warning(request, message)
         return redirect("request-detail", request_id=req.pk)
-    return _page(request, "approvals/error.html", {"message": message}, status=status)
+    return render_page(request, "approvals/error.html", {"message": message}, status=status)
 
 
 # --- audit ------------------------------------------------------------------------------
@@ -295,7 +288,7 @@ def audit_list(request: HttpRequest) -> HttpResponse:
         "export_csv": _export_url("csv", query),
         "export_jsonl": _export_url("jsonl", query),
     }
-    return _page(request, "approvals/audit_list.html", context)
+    return render_page(request, "approvals/audit_list.html", context)
 
 
 @login_required
@@ -359,7 +352,7 @@ def audit_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
         "wait_s": (row.created_at - req.created_at).total_seconds(),
         "timeline": selectors.request_timeline(req, row),
     }
-    return _page(request, "approvals/audit_detail.html", context)
+    return render_page(request, "approvals/audit_detail.html", context)
 
 
 # --- denials monitor --------------------------------------------------------------------
@@ -418,7 +411,7 @@ def denials(request: HttpRequest) -> HttpResponse:
         "loops": selectors.sessions_in_denial_loops(user, since),
         "denial_limit": settings.GATEHOUSE_DENIAL_LIMIT,
     }
-    return _page(request, "approvals/denials.html", context)
+    return render_page(request, "approvals/denials.html", context)
 
 
 # Which audit filters show the denials of each cause.
@@ -485,7 +478,7 @@ def rules(request: HttpRequest) -> HttpResponse:
             else:
                 messages.success(request, f"Saved rule {form.cleaned_data['rule']}.")
                 return redirect("rules")
-    return _rules_page(request, form, _explain_form(request), None, status=400 if form.errors else 200)
+    return _rulesrender_page(request, form, _explain_form(request), None, status=400 if form.errors else 200)
 
 
 def _rule_fields(form: RuleForm) -> dict[str, Any]:
@@ -507,7 +500,7 @@ def _rule_fields(form: RuleForm) -> dict[str, Any]:
     }
 
 
-def _rules_page(
+def _rulesrender_page(
     request: HttpRequest, form: RuleForm, explain_form: ExplainForm, explained: Any, *, status: int = 200
 ) -> HttpResponse:
     all_rules = list(selectors.rules_visible_to(request.user))
@@ -527,7 +520,7 @@ def _rules_page(
         "now": timezone.now(),
     }
     context.update(learning_views.rules_page_learning(request))
-    return _page(request, "approvals/rules.html", context, status=status)
+    return render_page(request, "approvals/rules.html", context, status=status)
 
 
 def _rule_editable(request: HttpRequest, rule: Rule) -> bool:
@@ -574,7 +567,7 @@ def rule_edit(request: HttpRequest, rule_id: int) -> HttpResponse:
                 messages.success(request, f"Updated rule {rule.rule}.")
                 return redirect("rules")
     status = 400 if form.is_bound and form.errors else 200
-    return _page(request, "approvals/rule_edit.html", {"form": form, "rule": rule}, status=status)
+    return render_page(request, "approvals/rule_edit.html", {"form": form, "rule": rule}, status=status)
 
 
 @login_required
@@ -606,7 +599,7 @@ def rules_explain(request: HttpRequest) -> HttpResponse:
             explained = selectors.rules_explain(team=team, agent=agent, call=call)
             explained["reason_json"] = json.dumps(explained.get("reason"), indent=2, sort_keys=True)
     status = 400 if form.is_bound and form.errors else 200
-    return _rules_page(request, _rule_form(request), form, explained, status=status)
+    return _rulesrender_page(request, _rule_form(request), form, explained, status=status)
 
 
 # --- agents -----------------------------------------------------------------------------
@@ -670,7 +663,7 @@ def agents(request: HttpRequest) -> HttpResponse:
         "pauses": [{"pause": p, "can_resume": permissions.is_team_admin(request.user, p.team_id)} for p in pauses],
         "pausable_teams": selectors.teams_administered(request.user),
     }
-    response = _page(request, "approvals/agents.html", context, status=400 if form.errors else 200)
+    response = render_page(request, "approvals/agents.html", context, status=400 if form.errors else 200)
     if created:
         response.headers["Cache-Control"] = "no-store"
     return response
@@ -785,7 +778,7 @@ def profile(request: HttpRequest) -> HttpResponse:
         "token_lifetimes": [d for d in services.TOKEN_LIFETIMES_DAYS if d],
         "now": timezone.now(),
     }
-    response = _page(request, "approvals/profile.html", context)
+    response = render_page(request, "approvals/profile.html", context)
     if token or link_code:
         response.headers["Cache-Control"] = "no-store"
     return response

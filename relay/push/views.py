@@ -8,11 +8,10 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
-from approvals import permissions
-from approvals import selectors as approval_selectors
+from approvals.pages import render_page
 from relay.push import ntfy, selectors, services
 
 
@@ -48,8 +47,5 @@ def notifications(request: HttpRequest) -> HttpResponse:
         "ntfy_enabled": bool(settings.GATEHOUSE_NTFY_URL),
         "ntfy_topic": topic,
         "ntfy_url": ntfy.subscribe_url(topic) if topic and settings.GATEHOUSE_NTFY_URL else "",
-        "pending_count": approval_selectors.pending_requests(user).count(),
-        "is_approver": permissions.is_approver_anywhere(user),
-        "is_team_admin": permissions.is_admin_anywhere(user),
     }
-    return render(request, "relay/notifications.html", context)
+    return render_page(request, "relay/notifications.html", context)
