@@ -231,6 +231,10 @@ class BenchEnv:
             DEBUG="0",
             LOG_LEVEL="WARNING",
             PYTHONUNBUFFERED="1",
+            # The claim race, push and scale figures hold hundreds of asks of one agent
+            # pending; the per-agent cap (200, a guard against a runaway agent) would deny
+            # the rest and the figures would measure denials.
+            GATEHOUSE_MAX_PENDING_PER_AGENT="100000",
         )
         env.update(extra)
         return env

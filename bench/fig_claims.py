@@ -84,7 +84,8 @@ def _pending_requests(agent: Any, count: int) -> list[str]:
             },
         )
         if result.decision is not None:
-            raise RuntimeError(f"expected an ask, the engine decided {result.decision.behavior}")
+            decision = result.decision
+            raise RuntimeError(f"expected an ask, the engine decided {decision.behavior}: {decision.reason}")
         ids.append(str(result.request.pk))
     return ids
 
