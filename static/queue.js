@@ -384,7 +384,13 @@
   }
   queue.addEventListener("focusin", (event) => opened(event.target.closest(".card")));
   queue.addEventListener("pointerdown", (event) => opened(event.target.closest(".card")));
-  document.addEventListener("visibilitychange", () => { if (document.hidden) opened(null); });
+  // Back on the tab: fetch the list afresh. The channel layer rings each doorbell at most
+  // once, so a push lost while the phone slept would otherwise leave a stale card until the
+  // next reconnect. (The server refuses a second snapshot within 2 s; nothing is lost.)
+  document.addEventListener("visibilitychange", () => {
+    if (document.hidden) opened(null);
+    else send({ type: "subscribe" });
+  });
 
   // --- clocks ---------------------------------------------------------------------------------
 

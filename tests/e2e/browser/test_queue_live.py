@@ -118,3 +118,29 @@ class QuorumQueueTests:
 
         rows = in_thread(lambda: list(selectors.audit_rows({}, alice).values_list("kind", flat=True)))
         assert rows[:3] == ["decision", "vote", "vote"]
+
+
+class LostDoorbellTests:
+    def test_a_tab_coming_back_fetches_the_list_afresh(self, page_for: Any, alice: Any, ci_bot: Any) -> None:
+        """A decision whose push never arrived (a lost doorbell) leaves no stale card once the tab is back."""
+        from approvals.models import PermissionRequest, RequestState
+
+        req = ask(ci_bot.agent)
+        page = page_for(alice)
+        wait_live(page)
+        page.wait_for_selector(f"#req-{req.pk}[data-state='pending']", timeout=EVENT_TIMEOUT_MS)
+        # Ended without any announcement: what the page sees when the push is lost.
+        in_thread(lambda: PermissionRequest.objects.filter(pk=req.pk).update(state=RequestState.CANCELLED))
+        # The tab comes back into view (again each poll: the server refuses a second
+        # snapshot within 2 s of the first, and the page just asks again next time).
+        page.wait_for_function(
+            """(id) => {
+                if (!document.getElementById("req-" + id)) return true;
+                document.dispatchEvent(new Event("visibilitychange"));
+                return false;
+            }""",
+            arg=str(req.pk),
+            polling=500,
+            timeout=EVENT_TIMEOUT_MS,
+        )
+        assert page.locator(f"#req-{req.pk}").count() == 0
