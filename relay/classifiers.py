@@ -22,8 +22,8 @@ from django.conf import settings
 
 from approvals.extensions import PreDecisionWork
 from approvals.models import PermissionRequest
+from approvals.services import Answer
 from policy.classifier import classify_readonly
-from relay.race import Offer
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ class ClassifierRacer:
     def __init__(self, classifier: Classifier) -> None:
         self.classifier = classifier
 
-    def offers(self, request: PermissionRequest) -> list[Offer]:
+    def offers(self, request: PermissionRequest) -> list[Answer]:
         if ask_is_reserved(request.evaluation or {}):
             return []  # an ask rule or a safety check asked for a person, not a classifier
         verdict = self.classifier.classify(
@@ -164,10 +164,10 @@ class ClassifierRacer:
             return []
         name = str(verdict.get("name") or self.classifier.name)
         return [
-            Offer(
-                "allow",
-                f"classifier {name}",
-                "classifier",
+            Answer(
+                behavior="allow",
+                surface="classifier",
+                decided_by=f"classifier {name}",
                 reason_type="classifier",
                 reason_extra={"classifier": name, "verdict": "allow", "detail": verdict.get("reason", "")},
             )

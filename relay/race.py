@@ -16,7 +16,6 @@ import logging
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from django.db import close_old_connections, connection
@@ -57,49 +56,26 @@ def loser_message(result: DecideResult) -> str:
 # --- automated racers -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Offer:
-    """An automated surface's answer to one request."""
-
-    behavior: str
-    decided_by: str
-    surface: str
-    message: str = ""
-    updated_input: dict[str, Any] | None = None
-    reason_type: str = "hook"
-    reason_extra: dict[str, Any] = field(default_factory=dict)
-
-
 class Racer(Protocol):
     """An automated surface that may answer an ask (a webhook, a classifier)."""
 
     name: str
 
-    def offers(self, request: PermissionRequest) -> list[Offer]:
+    def offers(self, request: PermissionRequest) -> list[Answer]:
         """Ask the surface; return its answers (empty when it abstains). Never raises."""
         ...
 
 
-def submit_offer(request: PermissionRequest, offer: Offer) -> DecideResult | None:
+def submit_offer(request: PermissionRequest, offer: Answer) -> DecideResult | None:
+    """An automated surface's answer (a webhook's, a classifier's) to one request."""
     if offer.behavior == "allow" and Requirement.of(request) is not None:
         # Only people complete a quorum (request_decide refuses it too); a deny still counts.
-        log.info("%s offered to allow %s, which needs people's approvals; ignored", offer.decided_by, request.pk)
+        log.info("%s offered to allow %s, which needs people's approvals; ignored", offer.by, request.pk)
         return None
     try:
-        return answer(
-            request.pk,
-            Answer(
-                behavior=offer.behavior,
-                surface=offer.surface,
-                decided_by=offer.decided_by,
-                message=offer.message,
-                updated_input=offer.updated_input,
-                reason_type=offer.reason_type,
-                reason_extra=offer.reason_extra,
-            ),
-        )
+        return answer(request.pk, offer)
     except (services.ServiceError, services.AuditUnavailable):
-        log.exception("%s could not answer %s", offer.decided_by, request.pk)
+        log.exception("%s could not answer %s", offer.by, request.pk)
         return None
 
 

@@ -24,8 +24,8 @@ import httpx
 
 from approvals.extensions import PreDecisionWork
 from approvals.models import PermissionRequest, Team
+from approvals.services import MAX_ANSWER_MESSAGE_CHARS, Answer
 from relay.models import Webhook
-from relay.race import Offer
 
 log = logging.getLogger(__name__)
 
@@ -287,12 +287,27 @@ def _decision_of(answer: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _offer(
+    hook: Webhook, behavior: str, message: str, updated_input: dict[str, Any] | None, extra: dict[str, Any]
+) -> Answer:
+    """A hook's answer; its message cut to the answer limit, so a long-winded deny still counts."""
+    return Answer(
+        behavior=behavior,
+        surface="webhook",
+        decided_by=f"webhook {hook.name}",
+        message=message[:MAX_ANSWER_MESSAGE_CHARS],
+        updated_input=updated_input,
+        reason_type="hook",
+        reason_extra=extra,
+    )
+
+
 class PermissionRequestWebhooks:
     """Async PermissionRequest webhooks racing the people for an ask."""
 
     name = "webhooks"
 
-    def offers(self, request: PermissionRequest) -> list[Offer]:
+    def offers(self, request: PermissionRequest) -> list[Answer]:
         call = {
             "session_id": request.session_id,
             "transcript_path": request.transcript_path,
@@ -305,16 +320,12 @@ class PermissionRequestWebhooks:
         hooks = _enabled(request.team_id, Webhook.Event.PERMISSION_REQUEST)
         if not hooks:
             return []
-        offers: list[Offer] = []
+        offers: list[Answer] = []
         for hook, answer in _call_all(hooks, _hook_input("PermissionRequest", call)):
             extra = {"hook": f"webhook {hook.name}", "event": "PermissionRequest"}
             if isinstance(answer, WebhookError):
                 if hook.on_error == Webhook.OnError.DENY:
-                    offers.append(
-                        Offer(
-                            "deny", f"webhook {hook.name}", "webhook", _failure_text(hook, answer), reason_extra=extra
-                        )
-                    )
+                    offers.append(_offer(hook, "deny", _failure_text(hook, answer), None, extra))
                 continue
             decision = _decision_of(answer)
             if decision is None:
@@ -322,13 +333,12 @@ class PermissionRequestWebhooks:
             updated = decision.get("updatedInput")
             message = decision.get("message")
             offers.append(
-                Offer(
+                _offer(
+                    hook,
                     decision["behavior"],
-                    f"webhook {hook.name}",
-                    "webhook",
                     message if isinstance(message, str) else "",
                     updated if isinstance(updated, dict) else None,
-                    reason_extra=extra,
+                    extra,
                 )
             )
         # A deny from any hook beats an allow from another, as in Claude Code.

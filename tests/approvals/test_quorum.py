@@ -166,14 +166,15 @@ class RiskClassTests:
         assert final is not None and final.behavior == "allow"
 
     def test_no_mode_webhook_or_deadline_allows_it(self, registered_agent, default_team):
-        from relay.race import Offer, submit_offer
+        from relay.race import submit_offer
 
         yolo = registered_agent("yolo", "bypassPermissions")
         assert submit(yolo.agent, permission_mode="bypassPermissions").decision.behavior == "allow"
         services.team_settings_update(team=default_team, destructive_approvals=1)
         request = submit(yolo.agent, permission_mode="bypassPermissions").request
         assert request.state == RequestState.PENDING
-        assert submit_offer(request, Offer("allow", "webhook approver", "webhook")) is None
+        offer = services.Answer(behavior="allow", surface="webhook", decided_by="webhook approver", reason_type="hook")
+        assert submit_offer(request, offer) is None
         expired = services.request_expire(request=request).decision
         assert expired is not None and expired.behavior == "deny" and expired.reason_type == "timeout"
 

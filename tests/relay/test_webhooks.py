@@ -147,6 +147,20 @@ class PermissionRequestWebhookTests:
         assert hook.calls[0]["body"]["hook_event_name"] == "PermissionRequest"
         assert "tool_use_id" not in hook.calls[0]["body"]
 
+    @pytest.mark.parametrize("extra", [0, 1, 50_000])
+    def test_a_deny_counts_however_long_its_message(self, ci_bot: Any, default_team: Any, extra: int) -> None:
+        """A message past the answer limit is cut, never a reason to drop the hook's deny."""
+        message = "n" * (services.MAX_ANSWER_MESSAGE_CHARS + extra)
+        deny = {"behavior": "deny", "message": message}
+        answer = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": deny}}
+        with fake_webhook(lambda body: (200, answer, 0)) as hook:
+            webhook_create(team=default_team, name="strict-bot", url=hook.url, event="PermissionRequest", secret=SECRET)
+            request = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
+            request = _wait_for_state(request)
+        decision = request.decision
+        assert request.state == "decided" and decision is not None and decision.behavior == "deny"
+        assert decision.message == "n" * services.MAX_ANSWER_MESSAGE_CHARS
+
     def test_a_hook_with_no_opinion_leaves_the_ask_to_people(self, ci_bot: Any, default_team: Any) -> None:
         with fake_webhook(lambda body: (200, None, 0)) as hook:
             webhook_create(team=default_team, name="watcher", url=hook.url, event="PermissionRequest", secret=SECRET)
