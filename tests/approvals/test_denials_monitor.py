@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from approvals import selectors, services
-from approvals.models import INDEXED_RULE_CHARS, Decision
+from approvals.models import INDEXED_RULE_CHARS, Decision, PermissionRequest
 
 
 def denied(agent: Any, command: str, session: str = "monitor") -> Decision:
@@ -72,6 +73,11 @@ class DenialsMonitorTests:
     def test_it_interpolates_time_to_decision_percentiles(self, alice: Any, pending: Any) -> None:
         for index in range(4):
             request = pending(session_id=f"p{index}")
+            # Asked 1, 2, 3 and 4 s before the answer: distinct latencies by construction (a
+            # fast machine answered two of them within the same millisecond).
+            PermissionRequest.objects.filter(pk=request.pk).update(
+                created_at=F("created_at") - timedelta(seconds=index + 1)
+            )
             services.request_decide(request.pk, services.Answer(behavior="allow", surface="web", user=alice))
         services.request_expire(request=pending(session_id="late"))
         latencies = sorted(Decision.objects.filter(reason_type="user").values_list("latency_ms", flat=True))
