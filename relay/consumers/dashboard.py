@@ -15,7 +15,7 @@ from django.utils.html import format_html
 
 from approvals import events, permissions, selectors
 from approvals.cards import render_card_as
-from approvals.models import PermissionRequest, Role
+from approvals.models import PermissionRequest, RequestState, Role
 from relay import drain, fanout
 from relay.consumers.base import (
     CLOSE_EVENTS_LOST,
@@ -41,6 +41,12 @@ MAX_SNAPSHOT_FRAME_BYTES = 256 * 1024
 # A subscribe renders every pending card of the person's teams; one socket may ask that
 # again only after this long (a reconnect is a new socket and subscribes at once).
 SNAPSHOT_MIN_INTERVAL = 2.0
+# The channel layer rings each doorbell at most once. Every this many seconds a socket asks
+# the database which of the cards it shows as pending are pending no more, and sends what a
+# lost `request.decided` would have (as the agent's socket re-checks its own asks).
+RECHECK_SECONDS = 3.0
+# Requests whose end a socket has sent, so a re-check and a late doorbell send it once.
+FINISHED_MEMORY = 1000
 
 
 def card_within_limit(request_id: uuid.UUID | str, html: str) -> str:
@@ -92,6 +98,25 @@ def _visible_team(request_id: uuid.UUID, user: Any) -> int | None:
     return request.team_id
 
 
+def _finished_events(request_ids: list[str]) -> list[dict[str, Any]]:
+    """The events a finished request announces, for those of `request_ids` no longer pending."""
+    found = PermissionRequest.objects.filter(pk__in=request_ids).exclude(state=RequestState.PENDING)
+    finished = []
+    for request in found.select_related("agent"):
+        decision = selectors.decision_for(request)
+        finished.append(
+            {
+                "type": events.finished_event_type(request),
+                "request_id": str(request.pk),
+                "decision_id": decision.pk if decision is not None else None,
+                "behavior": decision.behavior if decision is not None else None,
+                "decided_by": decision.decided_by if decision is not None else None,
+                "surface": decision.surface if decision is not None else None,
+            }
+        )
+    return finished
+
+
 async def _forward(receive: Callable[[], Awaitable[dict[str, Any]]], inbox: asyncio.Queue[dict[str, Any]]) -> None:
     while True:
         message = await receive()
@@ -125,6 +150,9 @@ class DashboardConsumer(GatehouseConsumer):
         self.closing = False
         self.subscribed = False
         self.last_snapshot_at = -SNAPSHOT_MIN_INTERVAL
+        self.shown: set[str] = set()  # ids of the cards this socket shows as pending
+        self.finished_sent: set[str] = set()
+        self.recheck: asyncio.Task[None] | None = None
         self.user = self.scope.get("user")
         await self.accept()
         if self.user is None or not self.user.is_authenticated:
@@ -148,6 +176,8 @@ class DashboardConsumer(GatehouseConsumer):
 
     async def disconnect(self, code: int) -> None:
         drain.unregister(self)
+        if getattr(self, "recheck", None) is not None:
+            self.recheck.cancel()  # type: ignore[union-attr]
         await self.leave_team_groups()
         await self.leave_groups()
 
@@ -171,7 +201,11 @@ class DashboardConsumer(GatehouseConsumer):
         if wait > 0:
             raise FrameError("too_soon", f"a snapshot was just sent; subscribe again in {wait:.1f} s at the earliest")
         self.last_snapshot_at = now
-        parts = snapshot_parts(await db(_snapshot)(self.user))
+        requests = await db(_snapshot)(self.user)
+        self.shown = {item["id"] for item in requests}
+        if self.recheck is None:
+            self.recheck = asyncio.ensure_future(self.recheck_forever())
+        parts = snapshot_parts(requests)
         for number, part in enumerate(parts, start=1):
             await self.send_json({"type": "snapshot", "requests": part, "part": number, "parts": len(parts)})
 
@@ -204,6 +238,7 @@ class DashboardConsumer(GatehouseConsumer):
         card = await fanout.CARDS.card(event)
         html = card.html_for(self.user) if card is not None else None
         if card is not None and html is not None:
+            self.shown.add(card.id)
             await self.send_json({"type": "request.created", "id": card.id, "html": card_within_limit(card.id, html)})
 
     async def request_updated(self, event: dict[str, Any]) -> None:
@@ -214,9 +249,15 @@ class DashboardConsumer(GatehouseConsumer):
             await self.send_json({"type": "request.updated", "id": card.id, "html": html})
 
     async def request_finished(self, event: dict[str, Any]) -> None:
+        if str(event.get("request_id")) in self.finished_sent:
+            return  # already sent, by the re-check or the doorbell
         card = await fanout.CARDS.card(event)
         html = card.html_for(self.user) if card is not None else None
         if card is not None and html is not None:
+            self.shown.discard(card.id)
+            if len(self.finished_sent) >= FINISHED_MEMORY:
+                self.finished_sent.clear()
+            self.finished_sent.add(card.id)
             await self.send_json(
                 {
                     "type": event["type"],
@@ -231,6 +272,17 @@ class DashboardConsumer(GatehouseConsumer):
     request_decided = request_finished
     request_cancelled = request_finished
     request_expired = request_finished
+
+    async def recheck_forever(self) -> None:
+        while True:
+            await asyncio.sleep(RECHECK_SECONDS)
+            if not self.shown or self.closing:
+                continue
+            try:
+                for event in await db(_finished_events)(sorted(self.shown)):
+                    await self.request_finished(event)
+            except Exception:  # the loop must outlive a blip: it is what catches lost doorbells
+                log.warning("dashboard re-check failed", exc_info=True)
 
     async def request_claimed(self, event: dict[str, Any]) -> None:
         if event.get("sender") != self.channel_name:

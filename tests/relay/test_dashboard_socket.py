@@ -160,3 +160,26 @@ class DashboardPushTests:
         assert snapshot["requests"] == []
         assert "mine" in first["html"] and "secret" not in first["html"]
         assert refused["code"] == "not_found"
+
+
+class LostDoorbellTests:
+    @pytest.mark.parametrize("state", ["decided", "cancelled", "expired"])
+    def test_a_card_whose_end_was_never_announced_is_ended_by_the_recheck(
+        self, relay_server: LiveServer, alice: Any, ci_bot: Any, state: str
+    ) -> None:
+        """The channel layer rings at most once: the socket asks the database about the cards it shows."""
+        from approvals.models import PermissionRequest
+
+        waiting = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
+        cookie = session_cookie(alice)
+
+        async def scenario() -> dict[str, Any]:
+            async with dashboard_connect(relay_server, cookie) as ws:
+                await send(ws, {"type": "subscribe"})
+                await receive_until(ws, of_type("snapshot"))
+                # Ended with no announcement: what a socket sees when the doorbell is lost.
+                await in_thread(lambda: PermissionRequest.objects.filter(pk=waiting.pk).update(state=state))
+                return await receive_until(ws, of_type(f"request.{state}", id=str(waiting.pk)))
+
+        ended = asyncio.run(scenario())
+        assert 'data-state="pending"' not in ended["html"]
