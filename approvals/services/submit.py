@@ -145,7 +145,7 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
     floor = call.get("safety_floor")
     if isinstance(floor, dict) and verdict.behavior == "allow":
         verdict = _for_a_person(verdict)
-    verdict, requirement = _quorum(agent, doc, verdict, team_settings)
+    verdict, requirement = _quorum(agent, doc, verdict, team_settings, compiled)
     if verdict.behavior == "ask" and selectors.pending_count(agent) >= settings.GATEHOUSE_MAX_PENDING_PER_AGENT:
         verdict = _over_pending_limit(verdict)
     engine_ms = (time.perf_counter() - started) * 1000
@@ -388,37 +388,62 @@ def _plan_ask(
 
 
 def _quorum(
-    agent: Agent, doc: dict[str, Any], verdict: policy.Decision, team_settings: TeamSettings
+    agent: Agent,
+    doc: dict[str, Any],
+    verdict: policy.Decision,
+    team_settings: TeamSettings,
+    compiled: policy.CompiledRules,
 ) -> tuple[policy.Decision, Requirement | None]:
     """What the call needs of people (docs/POLICY.md, "Quorum"), and the verdict that follows.
 
-    A call a risk class covers is never allowed without people: an allow from a rule
-    (one saved from a grant or by the autopilot included), a mode, a hook or a
-    classifier becomes an ask, or a deny where nobody can be asked.
+    A call a quorum rule or risk class covers is never allowed without people: an allow
+    from a rule (one saved from a grant or by the autopilot included), a mode, a hook, a
+    classifier or a headless session's PermissionRequest webhook becomes an ask, or a
+    deny where nobody can be asked.
     """
     if verdict.behavior == "deny":
         return verdict, None
     asked = verdict.behavior == "ask"
+    # A PermissionRequest webhook answers a headless session's asks (as in Claude Code):
+    # what it answered is the ask a person would have seen, so judge that one.
+    people = _asked_of_people(doc, verdict, compiled)
     matched = (
-        [q for q, compiled in quorum_rules_for(agent, doc["session_id"], doc["cwd"]) if _matches(doc, q, compiled)]
-        if asked
+        [q for q, rules in quorum_rules_for(agent, doc["session_id"], doc["cwd"]) if _matches(doc, q, rules)]
+        if people.behavior == "ask"
         else []
     )
     requirement = quorum.requirement_for(
         team_settings,
         asked=asked,
         matched=matched,
-        destructive=bool(verdict.destructive_warning),
-        protected_path=verdict.reason.get("type") == "safetyCheck",
+        destructive=bool(verdict.destructive_warning or people.destructive_warning),
+        protected_path=people.reason.get("type") == "safetyCheck",
     )
     if requirement is None or asked:
         return verdict, requirement
     return _for_people(verdict, requirement, doc), requirement
 
 
+def _without_headless_answers(doc: dict[str, Any]) -> dict[str, Any]:
+    """The call as a person would be asked about it: no PermissionRequest webhook answering it."""
+    return {key: value for key, value in doc.items() if key != "permission_request_hooks"} | {
+        "context": "interactive" if doc.get("context") == "headless" else doc.get("context", "interactive")
+    }
+
+
+def _asked_of_people(doc: dict[str, Any], verdict: policy.Decision, compiled: policy.CompiledRules) -> policy.Decision:
+    """The ask a headless session's PermissionRequest webhook allowed, or the verdict itself."""
+    by_webhook = any(
+        step.get("layer") == "resolveAsk" and step.get("by") == "permissionRequestHook" for step in verdict.trace
+    )
+    if verdict.behavior != "allow" or not by_webhook:
+        return verdict
+    return policy.decide(_without_headless_answers(doc), rules=compiled)
+
+
 def _matches(doc: dict[str, Any], rule: RuleQuorum, compiled: policy.CompiledRules) -> bool:
-    """Whether this ask rule alone matches the call (hooks and classifier left out)."""
-    alone = {key: value for key, value in doc.items() if key != "classifier_verdict"}
+    """Whether this ask rule alone matches the call (hooks, classifier and headless answers left out)."""
+    alone = {key: value for key, value in _without_headless_answers(doc).items() if key != "classifier_verdict"}
     alone["pre_tool_use_hooks"] = []
     reason = policy.decide(alone, rules=compiled).reason
     return reason.get("type") == "rule" and reason.get("rule") == rule.rule

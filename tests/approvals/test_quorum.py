@@ -185,6 +185,31 @@ class RiskClassTests:
         assert result.decision.behavior == "deny"
         assert "needs 2 approvals from people" in result.decision.message
 
+    def test_a_headless_permission_request_webhook_allows_neither_a_quorum_rule_nor_a_protected_path(
+        self, ci_bot, default_team
+    ):
+        """In a headless session a PermissionRequest webhook may answer an ask; not one only people may answer."""
+        from relay.webhooks import webhook_create
+        from tests.relay.fake_webhook import fake_webhook
+
+        allow = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}
+        write_git = {"tool_input": {"command": "echo x > .git/config"}, "context": "headless"}
+        with fake_webhook(lambda body: (200, allow, 0)) as hook:
+            webhook_create(
+                team=default_team, name="ci-policy", url=hook.url, event="PermissionRequest", secret="s" * 24
+            )
+            services.rule_create(rule="Bash", behavior="allow", source="localSettings", team=default_team)
+            # Without a quorum or risk class the webhook answers both asks (as in Claude Code).
+            assert submit(ci_bot.agent, context="headless").decision.behavior == "allow"
+            assert submit(ci_bot.agent, **write_git).decision.behavior == "allow"
+
+            quorum_rule(default_team)
+            services.team_settings_update(team=default_team, protected_path_approvals=1)
+            for call in ({"context": "headless"}, write_git):
+                denied = submit(ci_bot.agent, **call).decision
+                assert denied.behavior == "deny", call
+                assert "from people" in denied.message
+
 
 class TeamQuorumTests:
     def test_the_team_setting_applies_to_every_ask_and_a_rule_may_ask_for_more(self, ci_bot, alice, carol):
