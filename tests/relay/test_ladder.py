@@ -51,6 +51,17 @@ class LadderPlanTests:
         assert (short.deadline_at - short.created_at).total_seconds() == pytest.approx(90, abs=2)
         assert short.remind_at is not None and short.escalate_at is None
 
+    def test_a_deferred_headless_ask_waits_for_the_teams_deferred_deadline(
+        self, ci_bot: Any, default_team: Any
+    ) -> None:
+        services.team_settings_update(team=default_team, ask_timeout=300, deferred_timeout=7200)
+        request: Any = services.request_submit(agent=ci_bot.agent, call={**CALL, "tool_use_id": "d1"}).request
+        assert (request.deadline_at - request.created_at).total_seconds() == pytest.approx(300, abs=2)
+        assert services.request_defer(request=request)
+        request.refresh_from_db()
+        assert request.evaluation["deferred"] is True
+        assert (request.deadline_at - request.created_at).total_seconds() == pytest.approx(7200, abs=2)
+
     def test_a_step_outside_the_team_deadline_is_refused(self, default_team: Any) -> None:
         with pytest.raises(services.ServiceError, match="inside the deadline"):
             services.team_settings_update(team=default_team, ask_timeout=60, escalate_after=60)
