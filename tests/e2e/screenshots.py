@@ -128,7 +128,11 @@ def seed() -> dict[str, Any]:
     ]
     # Three identical runs from one session: the queue's batch bar ("Allow all 3").
     pending += [call(ci, "Bash", {"command": "pytest -q tests/checkout"}).request for _ in range(3)]
-    return {"alice": alice, "bob": bob, "pending": pending, "shipped": shipped}
+    # Dana is invited: her one-time link opens the page that sets her password.
+    dana = services.person_add(username="dana", team=team, role="approver")
+    link = services.person_login_link(user=dana)
+    invite = "/" + link.split("://", 1)[1].split("/", 1)[1]
+    return {"alice": alice, "bob": bob, "pending": pending, "shipped": shipped, "invite": invite}
 
 
 def _announced_on_telegram(request: Any) -> None:
@@ -182,6 +186,9 @@ def shoot(data: dict[str, Any]) -> list[Path]:
                 login = context.new_page()
                 login.goto(server.url + "/accounts/login/")
                 written.append(_save(login, f"login-{size_name}"))
+                # Dana's one-time link, opened logged out as she would open it.
+                login.goto(server.url + data["invite"])
+                written.append(_save(login, f"password-set-{size_name}"))
                 context.add_cookies([{"name": "sessionid", "value": cookie, "url": server.url}])
                 page = context.new_page()
                 for name, path in pages.items():

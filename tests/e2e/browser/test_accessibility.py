@@ -46,6 +46,8 @@ def seed(alice: Any, ci_bot: Any) -> dict[str, Any]:
 
     - Alice is made the team's admin, so the pages show her the admin's navigation and
       the people page is in the pass.
+    - Erin is invited with a one-time link: the pages that set her password (and say a
+      spent link no longer works) are in the pass.
     """
     from approvals import services
 
@@ -60,6 +62,8 @@ def seed(alice: Any, ci_bot: Any) -> dict[str, Any]:
     in_thread(services.request_decide, earlier.pk, services.Answer(behavior="allow", surface="web", user=alice))
     services.audit_filter_save(user=alice, name="Denied", query="behavior=deny")
     twins = [ask(agent, "pytest -q") for _ in range(2)]  # identical: the queue shows a batch bar
+    erin = in_thread(services.person_add, username="erin", team=agent.team, role="approver")
+    link = services.person_login_link(user=erin)
     done = ask(agent, "npm publish")
     decided = in_thread(services.request_decide, done.pk, services.Answer(behavior="deny", surface="web", user=alice))
     return {
@@ -76,6 +80,7 @@ def seed(alice: Any, ci_bot: Any) -> dict[str, Any]:
             team=agent.team,
         ),
         "decision": decided.decision,
+        "reset_link": "/" + link.split("://", 1)[1].split("/", 1)[1],
     }
 
 
@@ -99,6 +104,9 @@ def pages(ids: dict[str, Any]) -> list[str]:
         "/audit/?behavior=deny",
         "/accounts/password_change/",
         "/accounts/password_change/done/",
+        ids["reset_link"],  # redirects to the form that sets the password
+        "/accounts/reset/x/spent-link/",
+        "/accounts/reset/done/",
     ]
 
 
