@@ -184,3 +184,25 @@ class ChatRouteApiTests:
         assert api(mallory).get(url).status_code == 404  # another team's approver sees no such team
         assert api(carol).put(f"{url}/discord", body, content_type="application/json").status_code == 404
         assert api(carol).get(ROUTE.format(team="other")).status_code == 404
+
+
+class ChatRouteAdminPageTests:
+    def test_a_superuser_sets_a_teams_route_on_the_admin_site_and_bad_input_is_refused(
+        self, admin, default_team, other_team
+    ):
+        from relay.models import ChatRoute
+
+        client = Client()
+        client.force_login(admin)
+        add = "/admin/relay/chatroute/add/"
+        assert client.get(add).status_code == 200
+        form = {"team": other_team.pk, "surface": "telegram", "channel": "-100777", "approvers": '["333", 334]'}
+        saved = client.post(add, form)
+        assert saved.status_code == 302, saved.content[:2000]
+        route = ChatRoute.objects.get(team=other_team, surface="telegram")
+        assert (route.channel, route.approvers) == ("-100777", ["333", "334"])
+
+        for bad in ({"team": default_team.pk}, {"team": default_team.pk, "channel": "-1", "approvers": "111"}):
+            refused = client.post(add, {**form, **bad})
+            assert refused.status_code == 200  # the form again, with what is wrong
+        assert ChatRoute.objects.count() == 1  # one chat serves one team; approvers are a list
