@@ -114,8 +114,9 @@ class PushActionApi(ApiView):
                 {
                     "request_id": serializers.UUIDField(),
                     "behavior": serializers.CharField(),
-                    "decided_by": serializers.CharField(),
+                    "decided_by": serializers.CharField(allow_null=True),
                     "message": serializers.CharField(),
+                    "quorum": serializers.JSONField(required=False),
                 },
             ),
             400: ERROR,
@@ -127,7 +128,8 @@ class PushActionApi(ApiView):
         },
         description="Decide the token's action (allow or deny) on its request, as the person it was issued to. "
         "A body may repeat `behavior`; a different one is a 400. 409 when someone decided first; 410 when "
-        "the token was used or the ask expired.",
+        "the token was used or the ask expired. An approval of a call that needs several people's is counted "
+        "(200, `decided_by` null, `quorum` says how far it got) and the call stays pending.",
     )
     def post(self, request: Request, token: str) -> Response:
         serializer = self.InputSerializer(data=request.data if request.data else {})
@@ -141,6 +143,15 @@ class PushActionApi(ApiView):
                 "message": outcome.message,
             }
             return Response(body, status=200)
+        if outcome.status == 200 and outcome.request is not None:  # a vote counted toward a quorum
+            vote: dict[str, Any] = {
+                "request_id": str(outcome.request.pk),
+                "behavior": "allow",
+                "decided_by": None,
+                "message": outcome.message,
+                "quorum": outcome.quorum,
+            }
+            return Response(vote, status=200)
         extra: dict[str, Any] = {}
         if outcome.decision is not None:
             extra = {"decided_by": outcome.decision.decided_by, "surface": outcome.decision.surface}

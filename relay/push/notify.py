@@ -8,13 +8,13 @@ and **Open** (the request's page, where the input is shown whole).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
 
 from approvals.invisible import count_hidden
-from approvals.models import Decision, PermissionRequest
+from approvals.models import AuditKind, Decision, PermissionRequest
 from relay.bridges.base import destructive_warning, excerpt_for, outcome_text, request_url
 from relay.masking import mask
 
@@ -70,6 +70,15 @@ def notice_for(request: PermissionRequest) -> Notice:
         offers_allow=not why,
         why_no_allow=why,
     )
+
+
+# The escalation ladder's steps push an ask again (docs/POLICY.md, "The escalation ladder").
+LADDER_STEPS = (AuditKind.REMINDER, AuditKind.ESCALATION)
+
+
+def again(notice: Notice) -> Notice:
+    """The same ask pushed again by a ladder step: the phone rings once more, and says why."""
+    return replace(notice, title=f"Still waiting: {notice.title}")
 
 
 def ask_payload(notice: Notice, tokens: dict[str, str], expires_at: str) -> dict[str, Any]:

@@ -72,13 +72,23 @@ class NtfyAnnouncer:
     def request_finished(self, request: PermissionRequest, decision: Decision) -> None:
         return None  # the buttons clear themselves when pressed; a late press gets 409/410
 
-    def _fan_out(self, request_id: uuid.UUID) -> None:
+    def request_updated(self, request: PermissionRequest, row: Decision) -> None:
+        """A ladder step (reminder, escalation) publishes the ask again to everyone who has not approved it."""
+        if row.kind in notify.LADDER_STEPS:
+            self.queue.put(Job("", partial(self._fan_out, request.pk, again=True), f"ntfy again {request.pk}"))
+
+    def _fan_out(self, request_id: uuid.UUID, *, again: bool = False) -> None:
         request = approval_selectors.request_get(request_id)
         if request is None or request.state != RequestState.PENDING:
             return
         notice = notify.notice_for(request)
         actions = ["allow", "deny"] if notice.offers_allow else ["deny"]
+        approved = selectors.voters_of(request_id) if again else set()
+        if again:
+            notice = notify.again(notice)
         for topic in selectors.ntfy_topics_for(request):
+            if topic.user_id in approved:
+                continue
             tokens = services.action_tokens_issue(request=request, user=topic.user, channel=CHANNEL, actions=actions)
             body = publish_json(topic.topic, notice, tokens)
             self.queue.put(Job(topic.topic, partial(self.publish, body), f"ntfy {request_id} to {topic.pk}"))

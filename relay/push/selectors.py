@@ -7,7 +7,8 @@ import uuid
 from django.contrib.auth.models import User
 from django.db.models import Q
 
-from approvals.models import Membership, PermissionRequest, Role
+from approvals import permissions
+from approvals.models import AuditKind, Decision, Membership, PermissionRequest, Role
 from relay.models import NtfyTopic, PushActionToken, PushSubscription
 
 
@@ -16,7 +17,8 @@ def deciders_of(request: PermissionRequest) -> Q:
 
     - The same rule as `approvals.permissions.can_decide`, as one query for many people.
     """
-    approvers = Membership.objects.filter(team_id=request.team_id, role=Role.APPROVER).values("user_id")
+    deciding = [role for role in Role if permissions.at_least(role, Role.APPROVER)]  # admins decide too
+    approvers = Membership.objects.filter(team_id=request.team_id, role__in=deciding).values("user_id")
     return Q(user__is_active=True) & (Q(user__is_superuser=True) | Q(user_id__in=approvers))
 
 
@@ -26,6 +28,12 @@ def subscriptions_for(request: PermissionRequest) -> list[PushSubscription]:
 
 def ntfy_topics_for(request: PermissionRequest) -> list[NtfyTopic]:
     return list(NtfyTopic.objects.filter(deciders_of(request)).select_related("user").order_by("id"))
+
+
+def voters_of(request_id: uuid.UUID) -> set[int]:
+    """The people who approved a quorum call so far: a ladder step does not push it to them again."""
+    votes = Decision.objects.filter(request_id=request_id, kind=AuditKind.VOTE, decided_by_user__isnull=False)
+    return set(votes.values_list("decided_by_user_id", flat=True))
 
 
 def subscriptions_notified(request_id: uuid.UUID) -> list[PushSubscription]:

@@ -8,6 +8,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
 from django.conf import settings
@@ -15,7 +16,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from approvals import permissions
+from approvals import permissions, quorum
 from approvals import selectors as approval_selectors
 from approvals.models import Decision, PermissionRequest, RequestState
 from approvals.services import Answer, AuditUnavailable, ServiceError
@@ -135,11 +136,13 @@ def action_tokens_issue(
 class Redeemed:
     """How pressing a notification button went: an HTTP status and what to tell the presser."""
 
-    status: int  # 200 decided · 400 · 403 · 404 · 409 someone was first · 410 spent/expired · 503
+    status: int  # 200 decided or approved · 400 · 403 · 404 · 409 someone was first · 410 spent/expired · 503
     code: str
     message: str
     request: PermissionRequest | None = None
     decision: Decision | None = None
+    # An approval counted toward a quorum, the call still pending: how far it got (docs/API.md).
+    quorum: dict[str, Any] | None = None
 
 
 def action_redeem(*, token: str, behavior: str | None = None) -> Redeemed:
@@ -172,6 +175,18 @@ def action_redeem(*, token: str, behavior: str | None = None) -> Redeemed:
         return Redeemed(400, "invalid", str(exc))
     if not result.won:
         return _finished(result.request, result.decision, result.holder)
+    if result.decision is None:
+        # One person's approval of a call that needs several: counted, and the call still
+        # waits, so the notification must not say "Allowed".
+        progress = quorum.progress_of(result.request)
+        return Redeemed(
+            200,
+            "approved",
+            f"Approved: {result.progress}. It needs more approvals.",
+            result.request,
+            None,
+            quorum=progress.to_dict() if progress is not None else None,
+        )
     verb = "Allowed" if found.action == "allow" else "Denied"
     return Redeemed(200, "decided", f"{verb}.", result.request, result.decision)
 

@@ -58,15 +58,25 @@ class WebPushAnnouncer:
     def request_finished(self, request: PermissionRequest, decision: Decision) -> None:
         self.queue.put(Job("", partial(self._tell_finished, request.pk), f"push finished {request.pk}"))
 
+    def request_updated(self, request: PermissionRequest, row: Decision) -> None:
+        """A ladder step (reminder, escalation) pushes the ask again to everyone who has not approved it."""
+        if row.kind in notify.LADDER_STEPS:
+            self.queue.put(Job("", partial(self._fan_out, request.pk, again=True), f"push again {request.pk}"))
+
     # jobs (sender thread) -------------------------------------------------------------------
 
-    def _fan_out(self, request_id: uuid.UUID) -> None:
+    def _fan_out(self, request_id: uuid.UUID, *, again: bool = False) -> None:
         request = approval_selectors.request_get(request_id)
         if request is None or request.state != RequestState.PENDING:
             return
         notice = notify.notice_for(request)
         actions = ["allow", "deny"] if notice.offers_allow else ["deny"]
+        approved = selectors.voters_of(request_id) if again else set()
+        if again:
+            notice = notify.again(notice)
         for subscription in selectors.subscriptions_for(request):
+            if subscription.user_id in approved:
+                continue
             tokens = services.action_tokens_issue(
                 request=request, user=subscription.user, channel=CHANNEL, actions=actions, subscription=subscription
             )

@@ -95,6 +95,23 @@ class NtfyTests:
         assert announcer.queue.wait_idle(10)
         assert fake.on_topic(bobs) == [] and fake.on_topic(mallorys) == []
 
+    def test_a_team_admin_gets_it_and_a_reminder_publishes_it_again(self, ntfy, carol, ci_bot):
+        from django.utils import timezone
+
+        from approvals import services
+        from approvals.models import AuditKind, PermissionRequest
+
+        fake, _ = ntfy
+        topic = topic_of(carol)  # an admin: admins decide their team's asks too
+        request = ask(ci_bot.agent, "npm test")
+        fake.wait_for(lambda: fake.on_topic(topic))
+        PermissionRequest.objects.filter(pk=request.pk).update(remind_at=timezone.now())
+        request.refresh_from_db()
+        assert services.request_ladder_step(request=request, kind=AuditKind.REMINDER) is not None
+        again = fake.wait_for(lambda: fake.on_topic(topic)[1:])[0]
+        assert again["title"] == "Still waiting: ci-bot asks: Bash"
+        assert [a["label"] for a in again["actions"]] == ["Allow", "Deny", "Open"]
+
     def test_topics_are_unguessable_and_per_person(self, db, alice, bob):
         first, second = topic_of(alice), topic_of(bob)
         assert first != second and len(first) >= 32 and topic_of(alice) == first

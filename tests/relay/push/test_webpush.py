@@ -107,6 +107,47 @@ class DeliveryTests:
         assert announcer.queue.wait_idle(10)
         assert push_service.for_sub(bobs) == [] and push_service.for_sub(mallorys) == []
 
+    def test_a_team_admin_is_pushed_too(self, push_service, announcer, carol, ci_bot):
+        """Admins decide their team's asks (approvals/permissions.py), so their phones hear them."""
+        carols, _ = subscribe(carol, push_service)
+        request = ask(ci_bot.agent)
+        delivered = push_service.wait_for(lambda: push_service.for_sub(carols))[0]
+        assert delivered.payload["request_id"] == str(request.pk)
+
+    def test_a_ladder_step_pushes_the_ask_again_to_those_who_have_not_approved(
+        self, push_service, announcer, alice, ci_bot
+    ):
+        from django.utils import timezone
+
+        from approvals import services
+        from approvals.models import AuditKind, PermissionRequest
+        from tests.conftest import _person
+
+        dave = _person("dave", ci_bot.agent.team, "approver")
+
+        services.rule_create(
+            rule="Bash(npm publish:*)",
+            behavior="ask",
+            source="localSettings",
+            team=ci_bot.agent.team,
+            approvals_required=2,
+        )
+        alices, _ = subscribe(alice, push_service)
+        daves, _ = subscribe(dave, push_service)
+        request = ask(ci_bot.agent, "npm publish")
+        push_service.wait_for(lambda: push_service.for_sub(alices))
+        push_service.wait_for(lambda: push_service.for_sub(daves))
+        services.request_decide(request.pk, services.Answer(behavior="allow", surface="web", user=alice))
+        PermissionRequest.objects.filter(pk=request.pk).update(remind_at=timezone.now())
+        request.refresh_from_db()
+        assert services.request_ladder_step(request=request, kind=AuditKind.REMINDER) is not None
+        again = push_service.wait_for(lambda: push_service.for_sub(daves)[1:])[0]
+        assert again.payload["type"] == "ask" and again.payload["request_id"] == str(request.pk)
+        assert again.payload["title"] == "Still waiting: ci-bot asks: Bash"
+        assert [a["action"] for a in again.payload["actions"]] == ["allow", "deny"]
+        assert announcer.queue.wait_idle(15)
+        assert len(push_service.for_sub(alices)) == 1  # alice approved: not asked again
+
     def test_a_gone_subscription_is_removed(self, push_service, announcer, alice, ci_bot):
         from relay.models import PushSubscription
 
@@ -205,3 +246,34 @@ class ActionTests:
             thread.join(30)
         assert sorted(statuses) == [200, 410, 410, 410]
         assert Decision.objects.filter(request=request).count() == 1
+
+    def test_allow_on_a_call_that_needs_two_approvals_counts_one_vote_and_says_so(
+        self, push_service, announcer, alice, carol, ci_bot
+    ):
+        from approvals import services
+        from approvals.models import Decision, RequestState
+
+        services.rule_create(
+            rule="Bash(npm publish:*)",
+            behavior="ask",
+            source="localSettings",
+            team=ci_bot.agent.team,
+            approvals_required=2,
+        )
+        request, delivered = self._delivered(push_service, alice, ci_bot, "npm publish")
+        response = press(token_of(delivered, "allow"), {"behavior": "allow"})
+        assert response.status_code == 200, response.content
+        body = response.json()
+        # Not "Allowed.": the call still waits for a second person.
+        assert body["message"] == "Approved: 1 of 2 — alice approved. It needs more approvals."
+        assert (body["behavior"], body["decided_by"]) == ("allow", None)
+        assert body["quorum"]["approvers"] == ["alice"]
+        request.refresh_from_db()
+        assert request.state == RequestState.PENDING
+        assert list(Decision.objects.filter(request=request).values_list("kind", "surface", "decided_by")) == [
+            ("vote", "push", "alice")
+        ]
+        assert press(token_of(delivered, "allow")).status_code == 410  # the token is spent
+
+        done = services.request_decide(request.pk, services.Answer(behavior="allow", surface="web", user=carol))
+        assert done.decision is not None and done.decision.decided_by == "alice and carol"
