@@ -9,8 +9,10 @@ Contracts matched here (Claude Code 2.1.x):
 - A hook that outlives its configured `timeout`, or exits 1, counts as no decision and
   Claude Code carries on, so this command answers before its own `--timeout` (keep it
   shorter than the hook timeout) and then applies `--on-timeout` (default deny).
-- Claude Code kills a PermissionRequest hook whose race its own dialog won; on
-  SIGTERM/SIGINT/SIGHUP the pending request is withdrawn ("answered at the terminal").
+- Claude Code 2.1.332 sends a waiting PermissionRequest hook SIGTERM when the person
+  refuses at its own dialog or the session ends; on SIGTERM/SIGINT/SIGHUP the pending
+  request is withdrawn ("answered at the terminal"). A "Yes" at the dialog leaves the
+  hook running: the call's PostToolUse ends the ask on the server.
 - Nothing here may print a traceback into the transcript, and stdout carries nothing
   but the one JSON answer (Claude Code runs the call on stdout that is not JSON).
 - Only an unreachable server (refused, no such name, no answer in time, 502/503/504)
