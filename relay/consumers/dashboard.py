@@ -246,7 +246,7 @@ class DashboardConsumer(GatehouseConsumer):
         card = await fanout.CARDS.card(event)
         html = card.html_for(self.user) if card is not None else None
         if card is not None and html is not None:
-            await self.send_json({"type": "request.updated", "id": card.id, "html": html})
+            await self.send_json({"type": "request.updated", "id": card.id, "html": card_within_limit(card.id, html)})
 
     async def request_finished(self, event: dict[str, Any]) -> None:
         if str(event.get("request_id")) in self.finished_sent:

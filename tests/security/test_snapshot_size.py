@@ -100,6 +100,35 @@ class PushedCardLimitTests:
         assert len(frame["html"]) < 1024
 
 
+class UpdatedCardLimitTests:
+    @pytest.mark.parametrize("command_kb", [70, 280, 900])
+    def test_a_huge_card_re_rendered_by_a_vote_is_pushed_as_a_stand_in(
+        self, security_server: LiveServer, ci_bot: Any, alice: Any, command_kb: int
+    ) -> None:
+        # Two approvals needed: alice's vote re-renders the pending card for every dashboard.
+        services.team_settings_update(team=ci_bot.agent.team, approvals_required=2)
+        cookie = session_cookie(alice)
+
+        def vote(request: Any) -> Any:
+            return services.request_decide(request.pk, services.Answer(behavior="allow", surface="web", user=alice))
+
+        async def scenario() -> dict[str, Any]:
+            async with dashboard_connect(security_server, cookie) as ws:
+                await send(ws, {"type": "subscribe"})
+                await _snapshot(ws)
+                request = await in_thread(
+                    _submit, ci_bot.agent, "printf " + "x" * command_kb * 1024, f"vote-{command_kb}"
+                )
+                await receive_until(ws, of_type("request.created"))
+                result = await in_thread(vote, request)
+                assert result.vote is not None and result.decision is None, result
+                return await receive_until(ws, of_type("request.updated"))
+
+        frame = asyncio.run(scenario())
+        assert "too large to show" in frame["html"] and f"/requests/{frame['id']}/" in frame["html"]
+        assert len(frame["html"]) < 1024
+
+
 class SnapshotPartsTests:
     @pytest.mark.parametrize("pending", [0, 1, 450])
     def test_a_snapshot_of_many_cards_comes_in_parts_under_the_frame_limit(
