@@ -158,6 +158,8 @@ def _text(body: dict[str, Any], key: str, *, limit: int, required: bool = False)
         raise HookInputError(f"{key} is required for {body.get('hook_event_name')}")
     if len(value) > limit:
         raise HookInputError(f"{key} is longer than {limit} characters")
+    if "\x00" in value:
+        raise HookInputError(f"{key} contains a NUL character, which cannot be stored")
     return value
 
 
@@ -198,8 +200,9 @@ def parse_hook_input(body: Any) -> HookCall | None:
         call_context=_call_context(body),
         denied_reason=_text(body, "reason", limit=10_000) if event == PERMISSION_DENIED else "",
     )
-    if event in DECIDING_EVENTS:
-        # What is submitted meets the same spec as a call from the API or the socket.
+    if event in DECIDING_EVENTS or event == PERMISSION_DENIED:
+        # What is submitted (or, for PermissionDenied, recorded as a request of its own)
+        # meets the same spec as a call from the API or the socket.
         try:
             parse_call(call.submission(Context.INTERACTIVE))
         except CallInvalid as exc:

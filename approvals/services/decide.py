@@ -357,13 +357,26 @@ def _finish_without_person(
     return DecideResult(True, fenced, decision)
 
 
+def nul_visible(value: Any) -> Any:
+    """`value` with every NUL character, in strings and keys at any depth, shown as ␀ (U+2400)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\u2400")
+    if isinstance(value, dict):
+        return {nul_visible(key): nul_visible(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [nul_visible(item) for item in value]
+    return value
+
+
 def request_record_result(*, request: PermissionRequest, ok: bool, output: Any = None, error: str = "") -> bool:
     """Record PostToolUse (ok) or PostToolUseFailure against the request; False if refused.
 
     - Only a call that may have run takes a result: one allowed, or withdrawn because it
       was answered locally. A denied, expired or pending request never shows as run.
     """
-    result = {"ok": ok, "output": output} if ok else {"ok": False, "error": error}
+    # A tool's output may hold NUL (binary output), which PostgreSQL cannot store: it is
+    # kept visible as U+2400 by every door alike, never refused (the call has run).
+    result = {"ok": ok, "output": nul_visible(output)} if ok else {"ok": False, "error": nul_visible(error)}
     may_have_run = Q(state=RequestState.CANCELLED) | Q(state=RequestState.DECIDED, decision__behavior="allow")
     updated = PermissionRequest.objects.filter(may_have_run, pk=request.pk).update(
         result=result, result_at=timezone.now()

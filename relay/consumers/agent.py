@@ -263,6 +263,8 @@ class AgentConsumer(GatehouseConsumer):
         request = await self.own_request(request_id)
         given = frame.get("reason")
         reason = given if isinstance(given, str) and given else "withdrawn by the agent"
+        if "\x00" in reason:  # refused as the REST cancel refuses it (400)
+            raise FrameError("invalid_frame", '"reason" contains a NUL character, which cannot be stored')
         self.refs.setdefault(request_id, [frame.get("ref")])
         await db(services.request_cancel)(request=request, reason=reason[:200])
         # Cancelled now or decided just before: either way the agent hears the outcome.
