@@ -64,3 +64,17 @@ class ClaudeOnFailureTests:
         assert run.returncode == 0, run.stderr
         assert marker.exists() == runs, fake.tool_result_text()
         assert says in fake.tool_result_text()
+
+    def test_stdout_that_is_not_json_is_no_failure_the_call_runs(self, tmp_path: Path) -> None:
+        """Why the hook prints nothing but its JSON: a hook that exits 0 with other text on
+        stdout has not failed, so `onFailure: "block"` does not stop the call — Claude Code
+        carries on as if there were no hook (here its allow rule runs the call)."""
+        project = tmp_path / "project"
+        project.mkdir()
+        marker = project / "marker"
+        settings = installed_with_a_failing_hook(tmp_path, "block")
+        settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"] = "echo 'Gatehouse: deny'"
+        with fake_anthropic(ScriptedToolUse("Bash", {"command": f"touch {marker}", "description": "m"})) as fake:
+            run = run_claude(fake, tmp_path / "home", project, settings, token="unused")
+        assert run.returncode == 0, run.stderr
+        assert marker.exists(), fake.tool_result_text()
