@@ -60,11 +60,20 @@ def render_card_as(
       once per event and role and shares it between every socket of the team.
     - `can_decide` is honoured only while the request is pending.
     """
-    return render_to_string(
-        "approvals/_request_card.html",
-        {"card": _context(request, can_decide=can_decide, decision=decision)},
-        request=http_request,
-    )
+    return _render(_context(request, can_decide=can_decide, decision=decision), http_request)
+
+
+def render_pending_card_variants(request: PermissionRequest, *, for_viewers: bool) -> tuple[str, str | None]:
+    """A pending card with the decide form and, when `for_viewers`, without it.
+
+    - The card is read once (its explanation, what changed since, its progress) for both.
+    """
+    card = _context(request, can_decide=True, decision=None)
+    return _render(card, None), _render({**card, "can_decide": False}, None) if for_viewers else None
+
+
+def _render(card: dict[str, Any], http_request: HttpRequest | None) -> str:
+    return render_to_string("approvals/_request_card.html", {"card": card}, request=http_request)
 
 
 def card_context(request: PermissionRequest, user: Any, *, decision: Any = None) -> dict[str, Any]:

@@ -214,6 +214,8 @@ class PermissionRequest(models.Model):
             models.Index(fields=["agent", "session_id", "tool_name", "input_hash"], name="request_match"),
             models.Index(fields=["state", "remind_at"], name="request_state_remind"),
             models.Index(fields=["state", "escalate_at"], name="request_state_escalate"),
+            # The agent's asks waiting for a person, counted on every submit (the pending cap).
+            models.Index(fields=["agent"], condition=models.Q(state="pending"), name="request_agent_pending"),
         ]
         ordering = ["-created_at"]
 

@@ -34,7 +34,7 @@ from channels.db import database_sync_to_async
 from channels.layers import BaseChannelLayer, get_channel_layer
 
 from approvals import permissions, selectors
-from approvals.cards import render_card_as
+from approvals.cards import render_card_as, render_pending_card_variants
 from approvals.models import RequestState, Role
 from relay import selectors as relay_selectors
 
@@ -79,8 +79,7 @@ def load_card(request_id: uuid.UUID) -> PushedCard | None:
         return PushedCard(str(request.pk), request.team_id, roles, html, html)
     # Superusers (not members) see the approver's card, so it is always rendered; the
     # viewer's only when the team has a viewer.
-    html_approver = render_card_as(request, can_decide=True)
-    html_viewer = render_card_as(request, can_decide=False) if Role.VIEWER in roles.values() else None
+    html_approver, html_viewer = render_pending_card_variants(request, for_viewers=Role.VIEWER in roles.values())
     return PushedCard(str(request.pk), request.team_id, roles, html_approver, html_viewer)
 
 

@@ -127,7 +127,10 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
     - Raises `AuditUnavailable` when the outcome cannot be recorded.
     """
     tool_use_id = call.get("tool_use_id") or f"gh_{uuid.uuid4().hex}"
-    context = selectors.submit_context(agent=agent, tool_use_id=tool_use_id, session_id=call.get("session_id") or "")
+    limit = settings.GATEHOUSE_MAX_PENDING_PER_AGENT
+    context = selectors.submit_context(
+        agent=agent, tool_use_id=tool_use_id, session_id=call.get("session_id") or "", pending_limit=limit
+    )
     existing = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id) if context.replayed else None
     if existing is not None:
         return SubmitResult(_same_call(existing, call), selectors.decision_for(existing), created=False)
@@ -146,7 +149,7 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
     if isinstance(floor, dict) and verdict.behavior == "allow":
         verdict = _for_a_person(verdict)
     verdict, requirement = _quorum(agent, doc, verdict, team_settings, compiled)
-    if verdict.behavior == "ask" and selectors.pending_count(agent) >= settings.GATEHOUSE_MAX_PENDING_PER_AGENT:
+    if verdict.behavior == "ask" and context.pending >= limit:
         verdict = _over_pending_limit(verdict)
     engine_ms = (time.perf_counter() - started) * 1000
     request = PermissionRequest(
@@ -231,7 +234,8 @@ def _over_pending_limit(verdict: policy.Decision) -> policy.Decision:
     """An ask beyond the agent's pending limit is denied (and audited), not queued.
 
     One agent flooding asks would otherwise bury every team's queue and chat posts. The
-    count is read before the insert, so concurrent submits may pass the limit by a few.
+    count is read with the call's context (`selectors.submit_context`), before the insert,
+    so concurrent submits may pass the limit by a few.
     """
     limit = settings.GATEHOUSE_MAX_PENDING_PER_AGENT
     message = (

@@ -58,3 +58,9 @@ class SubmitStatementTests:
         for table in ("approvals_permissionrequest", "approvals_sessiondenials", "approvals_pause", "rulesversion"):
             assert table in context
             assert len([q for q in queries if table in q and q.lstrip().startswith("SELECT")]) == 1, queries
+
+    def test_an_ask_counts_the_agents_pending_asks_in_the_context_read(self, ci_bot: Any) -> None:
+        result, queries = _submit(ci_bot.agent, "toolu_ask", tool_input={"command": "npm publish"})
+        assert result.decision is None  # an ask: the pending cap was checked
+        counts = [q for q in queries if "count(" in q.lower()]
+        assert len(counts) == 1 and "approvals_teamsettings" in counts[0], queries
