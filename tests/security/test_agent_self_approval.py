@@ -61,7 +61,7 @@ class AgentSelfApprovalTests:
 
 KNOBS = {
     "wait": ["", "0", "1e-9", "nan"],
-    "on_timeout": ["", "allow", "ALLOW", "Allow", "allow ", " allow", "deny", "ask", "allow%00", "a"],
+    "on_timeout": ["", "allow", "ALLOW", "Allow", "allow ", " allow", "deny", "ask", "allow%00", "a", "defer"],
     "ask": ["", "local", "remote"],
     "context": ["", "interactive", "headless", "coordinator"],
 }
