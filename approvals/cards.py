@@ -15,7 +15,7 @@ from typing import Any
 
 from django.http import HttpRequest
 from django.template.loader import render_to_string
-from django.utils.html import format_html, format_html_join
+from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from approvals import changes, permissions, questions, quorum, selectors, why
@@ -166,7 +166,7 @@ def _since_allowed(request: PermissionRequest) -> dict[str, Any] | None:
 
 def _changed_line(line: str) -> SafeString:
     css = "d-add" if line.startswith("+") else "d-del" if line.startswith("-") else "d-ctx"
-    return format_html('<span class="{}">{}</span>', css, reveal(line))
+    return format_html('<span class="{}">{}</span>', css, whole_words([("", line, False)]))
 
 
 def _batch_label(request: PermissionRequest) -> str:
@@ -239,9 +239,54 @@ def render_input(tool_name: str, tool_input: Any) -> SafeString:
     return _fields(tool_input)
 
 
+# What separates words on a card: a line breaks only here unless one word alone is wider.
+WORD_GAP = re.compile(r"[ \t\n]+")
+
+
+def whole_words(pieces: list[tuple[str, str, bool]], *, line_start: bool = True) -> SafeString:
+    """Text pieces `(css class or "", text, mark long blank runs)` with each word kept whole.
+
+    - A word (a run between spaces, tabs and newlines, across pieces: `FOO="$HOME/x"` is one)
+      goes in one `<span class="w">`, an inline block (static/app.css): a browser breaks
+      `--query=x` after its dashes, so a word that fits on a line moves to the next one whole;
+      one wider than the card still breaks anywhere (no horizontal scroll). The characters
+      are the input's own: nothing is added to what a person reads or copies.
+    - Each piece keeps its class on its part of every word; the blanks between words are
+      left bare (escaped, long runs as markers when the piece asks for it; a leading run
+      counts as indentation when `line_start`).
+    """
+    out: list[str] = []
+    word: list[str] = []
+    offset = 0
+
+    def flush() -> None:
+        if word:
+            out.append(format_html('<span class="w">{}</span>', mark_safe("".join(word))))  # noqa: S308 - escaped parts
+            word.clear()
+
+    def piece(css: str, text: str) -> str:
+        return format_html('<span class="{}">{}</span>', css, reveal(text)) if css else reveal(text)
+
+    for css, text, mark_runs in pieces:
+        position = 0
+        for gap in WORD_GAP.finditer(text):
+            if gap.start() > position:
+                word.append(piece(css, text[position : gap.start()]))
+            flush()
+            blank = gap.group()
+            indent = line_start and offset + gap.start() == 0
+            out.append(reveal_whitespace(blank, line_start=indent) if mark_runs else escape(blank))
+            position = gap.end()
+        if position < len(text):
+            word.append(piece(css, text[position:]))
+        offset += len(text)
+    flush()
+    return mark_safe("".join(out))  # noqa: S308 - every part went through escape/format_html
+
+
 def _json_block(value: Any) -> SafeString:
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
-    return format_html('<pre class="json">{}</pre>', reveal(_clip(text)))
+    return format_html('<pre class="json">{}</pre>', whole_words([("", _clip(text), False)]))
 
 
 def _clip(text: str) -> str:
@@ -256,7 +301,7 @@ def _fields(tool_input: dict[str, Any]) -> SafeString:
     rows = []
     for key, value in tool_input.items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        rows.append((reveal(key), reveal_whitespace(_clip(text))))
+        rows.append((reveal(key), whole_words([("", _clip(text), True)])))
     if not rows:
         return mark_safe('<p class="muted">(no input)</p>')  # constant markup
     return format_html('<dl class="fields">{}</dl>', format_html_join("", "<dt>{}</dt><dd><code>{}</code></dd>", rows))
@@ -286,17 +331,19 @@ ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 COMMAND_BREAKS = {"&&", "||", ";", ";;", "|", "&", "(", "$(", "`"}
 
 
-def highlight_shell(command: str, *, line_start: bool = True) -> SafeString:
+def highlight_shell(command: str, *, line_start: bool = True, comment: str = "") -> SafeString:
     """Wrap each shell token of one line in an escaped span: commands, flags, strings, operators.
 
     - Hidden characters and long space runs come out as visible markers.
+    - `comment`: the line's trailing `# comment`, shown muted.
+    - Each word is kept whole on a wrapped line (`whole_words`).
     """
-    parts: list[str] = []
+    parts: list[tuple[str, str, bool]] = []
     at_command = True
     position = 0
     for match in SHELL_TOKEN.finditer(command):
         if match.start() != position:  # anything the tokenizer skipped stays as text
-            parts.append(reveal(command[position : match.start()]))
+            parts.append(("", command[position : match.start()], False))
         position = match.end()
         kind = match.lastgroup or "word"
         text = match.group()
@@ -310,20 +357,18 @@ def highlight_shell(command: str, *, line_start: bool = True) -> SafeString:
                 css = "flag" if text.startswith("-") else "arg"
         elif kind in ("op", "subst"):
             at_command = text in COMMAND_BREAKS
-        if kind == "space":
-            parts.append(reveal_whitespace(text, line_start=line_start and match.start() == 0))
-        else:
-            parts.append(format_html('<span class="sh-{}">{}</span>', css, reveal(text)) if css else reveal(text))
-    parts.append(reveal(command[position:]))
-    return mark_safe("".join(parts))  # noqa: S308 - every part above went through escape/format_html
+        parts.append((f"sh-{css}" if css else "", text, kind == "space"))
+    parts.append(("", command[position:], False))
+    if comment:
+        parts.append(("sh-comment", comment, True))
+    return whole_words(parts, line_start=line_start)
 
 
 def highlight_shell_line(line: str) -> SafeString:
     comment_at = _comment_start(line)
     if comment_at is None:
         return highlight_shell(line)
-    code, comment = line[:comment_at], line[comment_at:]
-    return format_html('{}<span class="sh-comment">{}</span>', highlight_shell(code), reveal_whitespace(comment))
+    return highlight_shell(line[:comment_at], comment=line[comment_at:])
 
 
 def _comment_start(line: str) -> int | None:
@@ -425,7 +470,9 @@ def _diff(old: Any, new: Any, path: str, *, new_file: bool = False) -> SafeStrin
         lines = list(difflib.unified_diff(old_lines, new_lines, lineterm="", n=3))[2:]
     if not lines:
         return mark_safe('<p class="muted">(no change)</p>')  # constant markup
-    rows = [format_html('<span class="{}">{}</span>', _diff_class(line), reveal(line)) for line in lines]
+    rows = [
+        format_html('<span class="{}">{}</span>', _diff_class(line), whole_words([("", line, False)])) for line in lines
+    ]
     return _folded("diff", rows, "")
 
 

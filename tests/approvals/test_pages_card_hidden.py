@@ -7,6 +7,8 @@ a blank tail, a long here-doc. Each must come out visible, for every kind of inp
 
 from __future__ import annotations
 
+import html as html_lib
+import json
 import re
 import unicodedata
 from typing import Any
@@ -151,7 +153,10 @@ class HiddenTailTests:
     ) -> None:
         content = "".join(f"row {n}\n" for n in range(40))
         html = card_of(alice, ask(ci_bot.agent, "Write", {"file_path": "/elsewhere/new.txt", "content": content}))
-        assert "<summary>Show 28 more lines</summary>" in html and "+row 39" in html
+        assert (
+            "<summary>Show 28 more lines</summary>" in html
+            and '<span class="w">+row</span> <span class="w">39</span>' in html
+        )
 
 
 SHOWN_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=60)
@@ -177,3 +182,36 @@ class RevealCorpusTests:
     @given(st.sampled_from([h[1] for h in HIDDEN]))
     def test_it_calls_every_corpus_character_hidden(self, char: str) -> None:
         assert is_hidden(char)
+
+
+# Printable text with blanks and shell punctuation; no hidden characters, no long blank runs.
+PLAIN_TEXT = st.text(
+    st.one_of(st.characters(codec="utf-8", categories=["L", "N", "P", "S"]), st.sampled_from(" \t-=$\"'|;&()<>#`")),
+    max_size=80,
+).filter(lambda text: not re.search(r"[ \t]{8}", text))
+
+
+class WholeWordsTests:
+    def test_it_keeps_a_word_of_several_shell_tokens_in_one_span(self) -> None:
+        html = str(render_input("Bash", {"command": 'run --query=x FOO="$HOME/a b"'}))
+        assert '<span class="w"><span class="sh-flag">--query=x</span></span>' in html
+        assert (
+            '<span class="w"><span class="sh-arg">FOO=</span><span class="sh-string">&quot;$HOME/a</span></span> '
+            in html
+        )
+
+    @settings(max_examples=300, deadline=None)
+    @given(text=PLAIN_TEXT)
+    def test_it_shows_the_input_s_own_characters_and_one_span_per_word(self, text: str) -> None:
+        """Words are wrapped, never altered: the text a person reads and copies is the input."""
+        for tool, tool_input in (
+            ("Bash", {"command": text}),
+            ("Grep", {"pattern": text}),
+            ("mcp__srv__tool", {"q": text}),
+        ):
+            html = str(render_input(tool, tool_input))
+            shown = html_lib.unescape(re.sub(r"<[^>]+>", "", html))
+            assert (text if tool != "mcp__srv__tool" else json.dumps(text, ensure_ascii=False)[1:-1]) in shown
+            if tool == "Bash" and "\n" not in text and "#" not in text:
+                spans = re.findall(r'<span class="w">', html)
+                assert len(spans) == len(text.split()), html
