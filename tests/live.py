@@ -70,18 +70,23 @@ def server_env(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def live_server(*, port: int | None = None, server: str = "daphne", **env: str) -> Iterator[LiveServer]:
-    """Start a Gatehouse server process; stop it (and wait) on exit."""
+def live_server(
+    *, port: int | None = None, server: str = "daphne", daphne_args: tuple[str, ...] = (), **env: str
+) -> Iterator[LiveServer]:
+    """Start a Gatehouse server process; stop it (and wait) on exit.
+
+    - `daphne_args`: more of Daphne's own options, for `daphne` and `serve`.
+    """
     port = port or free_port()
     log_dir = ROOT / "var" / "test-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"server-{port}.log"
     bin_dir = Path(sys.executable).parent
     if server == "daphne":
-        cmd = [str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(port), "gatehouse.asgi:application"]
+        cmd = [str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(port), *daphne_args, "gatehouse.asgi:application"]
     elif server == "serve":  # Daphne with the drain on SIGTERM, as production runs it
         serve = [sys.executable, "-m", "gatehouse.serve"]
-        cmd = [*serve, "-b", "127.0.0.1", "-p", str(port), "gatehouse.asgi:application"]
+        cmd = [*serve, "-b", "127.0.0.1", "-p", str(port), *daphne_args, "gatehouse.asgi:application"]
     else:
         cmd = [str(bin_dir / "uvicorn"), "--host", "127.0.0.1", "--port", str(port), "gatehouse.asgi:application"]
     with open(log_path, "wb") as log_file:

@@ -76,7 +76,11 @@ def flood_a_deaf_dashboard(srv: Any, cookie: str, agents: list[Any], asks: int) 
 class UnsentLimitTests:
     def test_a_dashboard_that_never_reads_is_aborted_past_the_limit(self, ci_bot: Any, alice: Any) -> None:
         agents = [services.agent_create(name=f"deaf-{k}", team=ci_bot.agent.team)[0] for k in range(2)]
-        with live_server(server="serve", GATEHOUSE_MAX_SOCKET_UNSENT_BYTES=str(LIMIT)) as srv:
+        # Daphne's keepalive also closes a client that never reads (it never answers a ping),
+        # 20 + 30 s after it stops; on a loaded machine that came before the limit did. Here
+        # the keepalive waits longer, so what closes the socket is the limit under test.
+        keepalive = ("--ping-interval", "300", "--ping-timeout", "300")
+        with live_server(server="serve", daphne_args=keepalive, GATEHOUSE_MAX_SOCKET_UNSENT_BYTES=str(LIMIT)) as srv:
             frames, closed, grown = flood_a_deaf_dashboard(srv, session_cookie(alice), agents, asks=300)
             log = srv.log()
         print(f"server RSS grew {grown:.1f} MB; the client read {frames} frames before the close")
