@@ -6,12 +6,18 @@ target (path, URL, pattern…), rule or message contains TEXT, ignoring case. SQ
 text is case-folded here, in Python, once when the row is written (`AuditSearch`), the
 query is folded the same way, and both databases run a plain substring `LIKE` on already
 folded text. That gives the same hits on both. PostgreSQL serves the `LIKE` from a
-trigram index (`pg_trgm`, migration 0006); SQLite scans the search table.
+trigram index (`pg_trgm`, migration 0008). SQLite serves a query of 3 or more characters
+from an FTS5 `trigram` table over the search table (migration 0023): a phrase of the
+folded query, matched case-sensitively, finds exactly the rows `LIKE` does. A shorter
+query (a trigram needs 3 characters), or a SQLite without FTS5 trigram (before 3.34),
+scans the search table with the same `LIKE`.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 # Each input value and the message are cut to this many characters: a search finds
 # commands, paths and URLs, not the body of a 1 MiB Write.
@@ -33,3 +39,29 @@ def search_text(tool_name: str, tool_input: Any, *, message: str, rule: str) -> 
                 parts.append(value[:VALUE_CHARS])
     parts += [rule[:VALUE_CHARS], message[:VALUE_CHARS]]
     return fold(SEPARATOR.join(part for part in parts if part))
+
+
+# SQLite's FTS5 trigram index of the search text (migration 0023), and the shortest query
+# it can serve.
+FTS_TABLE = "approvals_auditsearch_fts"
+TRIGRAM = 3
+# The ids of the rows whose folded text holds the phrase (the only parameter).
+FTS_MATCH = "SELECT rowid FROM approvals_auditsearch_fts WHERE approvals_auditsearch_fts MATCH %s"
+
+
+def fts_phrase(folded: str) -> str:
+    """`folded` as one FTS5 phrase: every character literal, a `"` doubled."""
+    return '"' + folded.replace('"', '""') + '"'
+
+
+def fts_serves(connection: BaseDatabaseWrapper, folded: str) -> bool:
+    """Whether this folded query is answered from the FTS5 trigram table (SQLite only).
+
+    - Asked of the database on each search: a SQLite without FTS5 trigram has no table,
+      and the table goes when migrations are taken back past 0023.
+    """
+    if connection.vendor != "sqlite" or len(folded) < TRIGRAM:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [FTS_TABLE])
+        return cursor.fetchone() is not None

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.db import connections
 from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
 
 from approvals import permissions
-from approvals.audit_search import fold
+from approvals.audit_search import FTS_MATCH, fold, fts_phrase, fts_serves
 from approvals.models import (
     Decision,
     SavedAuditFilter,
@@ -44,8 +46,13 @@ def audit_rows(filters: dict[str, Any], user: User | AnonymousUser) -> QuerySet[
     query = filters.get("q")
     if query:
         # Both sides folded in Python, then a plain substring LIKE (with % and _ escaped):
-        # the same hits on SQLite and PostgreSQL (approvals.audit_search).
-        rows = rows.filter(search__text__contains=fold(query))
+        # the same hits on SQLite and PostgreSQL (approvals.audit_search). SQLite answers
+        # 3 or more characters from its FTS5 trigram table, with the same hits.
+        folded = fold(query)
+        if fts_serves(connections[rows.db], folded):
+            rows = rows.filter(id__in=RawSQL(FTS_MATCH, [fts_phrase(folded)]))  # noqa: S611 - constant SQL
+        else:
+            rows = rows.filter(search__text__contains=folded)
     return rows.order_by("-id")
 
 
