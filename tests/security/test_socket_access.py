@@ -287,16 +287,16 @@ def deactivate_by_service(srv: LiveServer, alice: Any, admin_cookie: str) -> int
     return 302
 
 
-def removed_by_team_admin(srv: LiveServer, alice: Any, admin_cookie: str) -> int:
-    """The people page's Remove (alice is in no other team, so she is deactivated)."""
+def people_post(srv: LiveServer, admin_cookie: str, path: str, fields: dict[str, str]) -> int:
+    """A team admin's form on the people page, posted as a browser does; the status (302 = done)."""
     opener = build_opener(NoRedirect())
     page = opener.open(Request(f"{srv.url}/people/", headers={"Cookie": f"sessionid={admin_cookie}"}))
     csrf = next(
         c.split("=", 1)[1].split(";")[0] for c in page.headers.get_all("Set-Cookie") or [] if c.startswith("csrftoken=")
     )
     request = Request(
-        f"{srv.url}/people/default/{alice.pk}/remove/",
-        data=urlencode({"csrfmiddlewaretoken": csrf}).encode(),
+        f"{srv.url}{path}",
+        data=urlencode({**fields, "csrfmiddlewaretoken": csrf}).encode(),
         method="POST",
         headers={"Cookie": f"sessionid={admin_cookie}; csrftoken={csrf}", "Referer": srv.url + "/people/"},
     )
@@ -304,6 +304,11 @@ def removed_by_team_admin(srv: LiveServer, alice: Any, admin_cookie: str) -> int
         return int(opener.open(request).status)
     except HTTPError as exc:
         return int(exc.code)
+
+
+def removed_by_team_admin(srv: LiveServer, alice: Any, admin_cookie: str) -> int:
+    """The people page's Remove (alice is in no other team, so she is deactivated)."""
+    return people_post(srv, admin_cookie, f"/people/default/{alice.pk}/remove/", {})
 
 
 CREDENTIAL_CHANGES = [change_own_password, admin_sets_password, deactivate_by_service, removed_by_team_admin]
@@ -334,6 +339,35 @@ class CredentialChangeEndsSocketsTests:
         assert status == 302
         assert codes == [4401, 4401]
         assert again == "4401"  # the old session opens nothing any more
+
+    def test_it_closes_the_persons_sockets_when_a_team_admin_changes_their_role(
+        self, security_server: LiveServer, alice: Any, admin: Any
+    ) -> None:
+        """An approver made a viewer: every open page of theirs closes and re-reads what they may do."""
+        from approvals.models import Membership
+
+        cookies = [session_cookie(alice), session_cookie(alice)]  # two devices
+        admin_cookie = session_cookie(admin)
+        path = f"/people/default/{alice.pk}/role/"
+
+        async def scenario() -> tuple[int, list[int | None], str]:
+            async with (
+                dashboard_connect(security_server, cookies[0]) as phone,
+                dashboard_connect(security_server, cookies[1]) as laptop,
+            ):
+                for ws in (phone, laptop):
+                    await send(ws, {"type": "subscribe"})
+                    assert (await receive(ws))["type"] == "snapshot"
+                status = await in_thread(people_post, security_server, admin_cookie, path, {"role": "viewer"})
+                codes = [await close_code(phone), await close_code(laptop)]
+            again = await dashboard_outcome(security_server, {"Cookie": f"sessionid={cookies[0]}"}, "-")
+            return status, codes, again
+
+        status, codes, again = asyncio.run(scenario())
+        assert status == 302
+        assert Membership.objects.get(user=alice).role == "viewer"
+        assert codes == [4401, 4401]
+        assert again == "open-"  # the session stays: a new page opens, as a viewer
 
     def test_it_closes_sockets_when_an_admin_unticks_active(
         self, security_server: LiveServer, alice: Any, admin: Any
