@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
@@ -115,19 +115,63 @@ def reveal_spaces(text: str, *, line_start: bool = False) -> SafeString:
     return format_html('<span class="ws-run" title="{}">␣\u00d7{}</span> ', what, len(text))
 
 
+def pieces(text: str, *, line_start: bool = False) -> list[tuple[str, str]]:
+    """`text` as (kind, source) pieces: "text" (nothing hidden), "hidden" (one character) or
+    "run" (spaces/tabs). The web card (HTML) and the chat cards (plain text) both render these.
+
+    - `line_start`: `text` begins a line, so a leading run is indentation.
+    """
+    found: list[tuple[str, str]] = []
+
+    def visible(part: str) -> None:
+        start = 0
+        for index, char in enumerate(part):
+            if is_hidden(char):
+                if index > start:
+                    found.append(("text", part[start:index]))
+                found.append(("hidden", char))
+                start = index + 1
+        if start < len(part):
+            found.append(("text", part[start:]))
+
+    position = 0
+    for run in SPACE_RUN.finditer(text):
+        visible(text[position : run.start()])
+        found.append(("run", run.group()))
+        position = run.end()
+    visible(text[position:])
+    return found
+
+
 def reveal_whitespace(text: str, *, line_start: bool = False) -> SafeString:
     """`text` with hidden characters and long space runs made visible.
 
     - `line_start`: `text` begins a line, so a leading run is indentation.
     """
     parts: list[str] = []
-    position = 0
-    for run in SPACE_RUN.finditer(text):
-        parts.append(reveal(text[position : run.start()]))
-        parts.append(reveal_spaces(run.group(), line_start=line_start and run.start() == 0))
-        position = run.end()
-    parts.append(reveal(text[position:]))
-    return mark_safe("".join(parts))  # noqa: S308 - every part escaped by reveal/reveal_spaces
+    for kind, source in pieces(text, line_start=line_start):
+        if kind == "hidden":
+            parts.append(marker(source))
+        elif kind == "run":
+            parts.append(reveal_spaces(source, line_start=line_start and not parts))
+        else:
+            parts.append(escape(source))
+    return mark_safe("".join(parts))  # noqa: S308 - every part escaped, or a marker of escaped text
+
+
+def spaces_text(run: str, *, line_start: bool = False) -> str:
+    """A run of spaces/tabs as plain text: kept when short, else a "␣" marker with its length."""
+    limit = LONG_INDENT if line_start else LONG_RUN
+    return run if len(run) < limit else f"␣\u00d7{len(run)} "
+
+
+def piece_text(kind: str, source: str, *, line_start: bool = False) -> str:
+    """One piece of `pieces` as plain text: a hidden character as ⟨NAME⟩, a long run as a "␣" count."""
+    if kind == "hidden":
+        return f"⟨{label(source)}⟩"
+    if kind == "run":
+        return spaces_text(source, line_start=line_start)
+    return source
 
 
 @dataclass(frozen=True)
@@ -136,6 +180,8 @@ class Lines:
 
     shown: list[str | int]  # a line, or the number of blank lines collapsed at that place
     trailing_newlines: int
+    # How many characters of the text each entry of `shown` stands for, its newline included.
+    sizes: list[int] = field(default_factory=list)
 
     @property
     def count(self) -> int:
@@ -147,28 +193,111 @@ def split_lines(text: str) -> Lines:
     body = text.rstrip("\n")
     trailing = len(text) - len(body)
     shown: list[str | int] = []
+    sizes: list[int] = []
     blanks: list[str] = []
     for line in body.split("\n") if body else []:
         if line.strip(" \t") == "":
             blanks.append(line)
             continue
-        _flush_blanks(shown, blanks)
+        _flush_blanks(shown, sizes, blanks)
         shown.append(line)
-    _flush_blanks(shown, blanks)
-    return Lines(shown, trailing)
+        sizes.append(len(line) + 1)
+    _flush_blanks(shown, sizes, blanks)
+    return Lines(shown, trailing, sizes)
 
 
-def _flush_blanks(shown: list[str | int], blanks: list[str]) -> None:
+def _flush_blanks(shown: list[str | int], sizes: list[int], blanks: list[str]) -> None:
     if len(blanks) >= BLANK_LINES:
         shown.append(len(blanks))
+        sizes.append(sum(len(blank) + 1 for blank in blanks))
     else:
         shown.extend(blanks)
+        sizes.extend(len(blank) + 1 for blank in blanks)
     blanks.clear()
 
 
+def blank_text(count: int) -> str:
+    return f"⋮ {count} blank lines"
+
+
+def trailing_text(count: int) -> str:
+    return f"↵ ends with {count} newlines"
+
+
 def blank_marker(count: int) -> SafeString:
-    return format_html('<span class="ws-lines">⋮ {} blank lines</span>', count)
+    return format_html('<span class="ws-lines">{}</span>', blank_text(count))
 
 
 def trailing_marker(count: int) -> SafeString:
-    return format_html('<span class="ws-lines">↵ ends with {} newlines</span>', count)
+    return format_html('<span class="ws-lines">{}</span>', trailing_text(count))
+
+
+def line_text(line: str) -> str:
+    """One line as plain text: hidden characters as ⟨NAME⟩, long space runs as a "␣" count."""
+    parts = pieces(line, line_start=True)
+    return "".join(piece_text(kind, source, line_start=index == 0) for index, (kind, source) in enumerate(parts))
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a surface showing plain text (a chat card) shows of a text, and what it left out."""
+
+    text: str  # hidden characters, space runs and blank runs made visible
+    hidden: int  # hidden characters in the whole text, shown or not
+    more_chars: int = 0  # characters of the text past the cut
+    more_lines: int = 0  # lines of the text past the cut (the cut one counted when it was cut inside)
+
+    @property
+    def cut(self) -> bool:
+        return bool(self.more_chars)
+
+
+def shown_text(text: str, limit: int) -> Shown:
+    """`text` as plain text of at most about `limit` characters, made visible as on the web card.
+
+    - Runs of blank lines collapse to "⋮ N blank lines", 2 or more trailing newlines are counted.
+    - Cut only between pieces (never inside a marker); what is left out is counted, so a
+      surface can say how much it did not show.
+    """
+    lines = split_lines(text)
+    rows: list[str] = []
+    used = 0
+    consumed = 0
+    for entry, size in zip(lines.shown, lines.sizes, strict=True):
+        row = blank_text(entry) if isinstance(entry, int) else line_text(entry)
+        if used + len(row) + 1 <= limit:
+            rows.append(row)
+            used += len(row) + 1
+            consumed += size
+            continue
+        if isinstance(entry, str):
+            partial, taken = _partial_line(entry, limit - used - 1)
+            if taken:
+                rows.append(partial)
+                consumed += taken
+        break
+    else:
+        if lines.trailing_newlines > 1:
+            rows.append(trailing_text(lines.trailing_newlines))
+        consumed = len(text)
+    rest = text[consumed:]
+    more_lines = len(rest.strip("\n").split("\n")) if rest.strip("\n") else 0
+    return Shown("\n".join(rows), count_hidden(text), len(rest), more_lines)
+
+
+def _partial_line(line: str, budget: int) -> tuple[str, int]:
+    """The start of `line` that fits in `budget` characters as plain text, and its source length."""
+    out: list[str] = []
+    used = 0
+    taken = 0
+    for index, (kind, source) in enumerate(pieces(line, line_start=True)):
+        piece = piece_text(kind, source, line_start=index == 0)
+        if used + len(piece) > budget:
+            if kind == "text" and budget > used:
+                out.append(source[: budget - used])
+                taken += budget - used
+            break
+        out.append(piece)
+        used += len(piece)
+        taken += len(source)
+    return "".join(out), taken

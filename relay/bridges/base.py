@@ -28,14 +28,14 @@ from django.db import close_old_connections, connection
 from django.utils.crypto import salted_hmac
 from prometheus_client import Counter
 
-from approvals import permissions, questions, quorum
+from approvals import invisible, permissions, questions, quorum
 from approvals import selectors as approval_selectors
 from approvals import services as approval_services
 from approvals.models import AuditKind, Decision, PermissionRequest, RequestState
 from approvals.services import Answer, AuditUnavailable, DecideResult, ServiceError
 from relay import race
 from relay.bridges import selectors, services
-from relay.masking import mask, mask_secrets
+from relay.masking import MAX_MASKED_CHARS, mask, mask_secrets
 from relay.models import SurfaceMessage
 
 log = logging.getLogger(__name__)
@@ -110,9 +110,15 @@ class Excerpt:
     language: str = ""
     truncated: bool = False
     masked: bool = False  # secrets were masked (relay.masking)
+    hidden: int = 0  # hidden characters in the whole input (approvals.invisible), counted by `card_excerpt`
+    more_chars: int = 0  # what a card left out: characters and lines past its cut
+    more_lines: int = 0
 
 
 EXCERPT_LIMIT = 1200
+# How much of an input each chat card shows (Telegram's message holds 4,096 characters,
+# a Slack section 3,000); a press of Allow is checked against the same card.
+CARD_LIMITS = {"telegram": EXCERPT_LIMIT, "slack": 2500}
 
 
 def excerpt_for(tool_name: str, tool_input: Any, limit: int = EXCERPT_LIMIT) -> Excerpt:
@@ -123,6 +129,69 @@ def excerpt_for(tool_name: str, tool_input: Any, limit: int = EXCERPT_LIMIT) -> 
     whole = _excerpt(tool_name, tool_input)
     masked = mask_secrets(whole.body)
     return _cut(Excerpt(whole.kind, masked.text, whole.language, masked=masked.changed), limit)
+
+
+def card_excerpt(tool_name: str, tool_input: Any, limit: int = EXCERPT_LIMIT) -> Excerpt:
+    """The excerpt a chat card shows: secrets masked, then made visible as on the web card
+    (`approvals.invisible.shown_text`: hidden characters as ⟨NAME⟩, space runs as a "␣" count, blank
+    runs collapsed, trailing newlines counted), cut at about `limit` with what was left counted.
+    """
+    whole = _excerpt(tool_name, tool_input)
+    masked = mask_secrets(whole.body)
+    text = masked.text
+    beyond_chars = beyond_lines = 0
+    if len(whole.body) > MAX_MASKED_CHARS:  # masking kept the first part only, ending in "…"
+        text = text.removesuffix("…")
+        beyond_chars = len(whole.body) - MAX_MASKED_CHARS
+        beyond_lines = whole.body.count("\n", MAX_MASKED_CHARS)
+    shown = invisible.shown_text(text, limit)
+    return Excerpt(
+        whole.kind,
+        shown.text,
+        whole.language,
+        truncated=shown.cut or bool(beyond_chars),
+        masked=masked.changed,
+        hidden=shown.hidden + invisible.count_hidden(whole.body[MAX_MASKED_CHARS:]),
+        more_chars=shown.more_chars + beyond_chars,
+        more_lines=shown.more_lines + beyond_lines,
+    )
+
+
+def cut_cue(excerpt: Excerpt) -> str:
+    """What a cut card says under its excerpt: how much it left out, and where to read it all."""
+    if not excerpt.truncated:
+        return ""
+    parts = []
+    if excerpt.more_lines > 1:
+        parts.append(f"{excerpt.more_lines:,} more lines")
+    parts.append(f"{excerpt.more_chars:,} more characters")
+    return f"… {', '.join(parts)} — open the dashboard to read all"
+
+
+def allow_withheld(*, destructive: bool, cut: bool, masked: bool, hidden: int) -> str:
+    """Why a surface showing only an excerpt of a call (a chat card, a notification) may not
+    offer one-tap Allow; "" when it may. A person approves what they saw: the whole input,
+    nothing masked, no character that renders as nothing. Deny and "open in Gatehouse" stay.
+    """
+    if destructive:
+        return "destructive"
+    if cut:
+        return "input too long to show whole"
+    if masked:
+        return "secrets masked"
+    if hidden:
+        return "hidden characters"
+    return ""
+
+
+def chat_allow_withheld(request: PermissionRequest, surface: str) -> str:
+    """Why the `surface` chat card of `request` offers no Allow ("" when it does): its excerpt
+    cut, secrets masked in it, or a hidden character in the input, cwd or saved rule. A
+    destructive call keeps Allow on a chat card, where the warning and the whole input show."""
+    excerpt = card_excerpt(request.tool_name, request.tool_input, CARD_LIMITS.get(surface, EXCERPT_LIMIT))
+    grant = approval_selectors.grant_rule_for(request) or ""
+    hidden = excerpt.hidden + invisible.count_hidden(request.cwd or "") + invisible.count_hidden(grant)
+    return allow_withheld(destructive=False, cut=excerpt.truncated, masked=excerpt.masked, hidden=hidden)
 
 
 def chat_question(request: PermissionRequest) -> questions.Question | None:
@@ -189,11 +258,11 @@ def _cut(excerpt: Excerpt, limit: int) -> Excerpt:
 def grant_shown(request: PermissionRequest) -> str:
     """The rule "Always allow" would save, as a card may show it (secrets masked); "" if none."""
     grant = approval_selectors.grant_rule_for(request)
-    return mask(grant) if grant else ""
+    return invisible.spelled_out(mask(grant)) if grant else ""
 
 
 def cwd_shown(request: PermissionRequest) -> str:
-    return mask(request.cwd) if request.cwd else ""
+    return invisible.spelled_out(mask(request.cwd)) if request.cwd else ""
 
 
 def request_url(request_id: uuid.UUID | str) -> str:
@@ -288,6 +357,9 @@ def _answer(press: Press, user: Any, decided_by: str, request: PermissionRequest
             Answer(behavior="allow", surface=press.surface, user=user, decided_by=decided_by, answers=answers),
         )
     behavior, remember, _label = ACTIONS[press.action]
+    if behavior == "allow" and chat_allow_withheld(request, press.surface):
+        # The card never offered Allow: the person has not seen the whole call.
+        raise ServiceError("Allow is not offered here: open the dashboard to read all and decide there.")
     return race.answer(
         press.request_id,
         Answer(

@@ -28,6 +28,7 @@ from approvals.models import Decision, PermissionRequest
 from relay.bridges import services
 from relay.bridges.base import (
     ANSWER_ACTIONS,
+    CARD_LIMITS,
     LINK_USAGE,
     ChatBridge,
     Job,
@@ -39,11 +40,13 @@ from relay.bridges.base import (
     action_label,
     apply_link,
     apply_press,
+    card_excerpt,
+    chat_allow_withheld,
     chat_question,
     check_press,
+    cut_cue,
     cwd_shown,
     destructive_warning,
-    excerpt_for,
     grant_shown,
     outcome_text,
     progress_lines,
@@ -94,7 +97,8 @@ def mrkdwn_escape(text: str) -> str:
 
 def card_blocks(request: PermissionRequest, *, outcome: str = "") -> list[dict[str, Any]]:
     """Block Kit for one ask: header line, excerpt, warning, link, then buttons or the outcome."""
-    excerpt = excerpt_for(request.tool_name, request.tool_input, limit=2500)
+    excerpt = card_excerpt(request.tool_name, request.tool_input, CARD_LIMITS[SURFACE])
+    withheld = chat_allow_withheld(request, SURFACE)
     # A literal ``` inside the input would close the code block early.
     body = mrkdwn_escape(excerpt.body).replace("```", "`\u200b``")
     body = body if excerpt.kind == "text" else f"```{body}```"
@@ -119,8 +123,17 @@ def card_blocks(request: PermissionRequest, *, outcome: str = "") -> list[dict[s
                 "elements": [{"type": "mrkdwn", "text": f":warning: *Destructive:* {mrkdwn_escape(warning)}"}],
             }
         )
+    notes = []
+    if excerpt.hidden:
+        notes.append(f":warning: {excerpt.hidden} hidden character(s) shown as ⟨NAME⟩")
+    if excerpt.truncated:
+        notes.append(f"*{mrkdwn_escape(cut_cue(excerpt))}*")
+    if withheld and not outcome:
+        notes.append(f"No Allow here ({mrkdwn_escape(withheld)}): Deny, or decide in Gatehouse.")
+    if notes:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": "\n".join(notes)}]})
     grant = grant_shown(request)
-    if grant and not outcome:
+    if grant and not outcome and not withheld:
         # Verbatim: inline code unless a backtick in the rule would close it early.
         shown = mrkdwn_escape(grant) if "`" in grant else f"`{mrkdwn_escape(grant)}`"
         saves = f"“Allow for session” / “Always allow” save {shown}"
@@ -129,8 +142,8 @@ def card_blocks(request: PermissionRequest, *, outcome: str = "") -> list[dict[s
     if progress and not outcome:
         text = "\n".join(f":busts_in_silhouette: {mrkdwn_escape(line)}" for line in progress)
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": text}]})
-    label = "Input cut — full request in Gatehouse" if excerpt.truncated else "Open in Gatehouse"
-    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"<{request_url(request.pk)}|{label}>"}]})
+    link = f"<{request_url(request.pk)}|Open in Gatehouse>"
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": link}]})
     if outcome:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{mrkdwn_escape(outcome)}*"}})
         return blocks
@@ -152,9 +165,10 @@ def card_blocks(request: PermissionRequest, *, outcome: str = "") -> list[dict[s
             "type": "actions",
             "block_id": f"gatehouse:{request.pk}",
             "elements": [
-                _button(request, "o", "primary"),
+                # Allow only when the card shows the whole call (`chat_allow_withheld`).
+                *([_button(request, "o", "primary")] if not withheld else []),
                 # No rule says exactly this call: it can only be allowed once.
-                *([_button(request, "s", None), _button(request, "a", None)] if grant else []),
+                *([_button(request, "s", None), _button(request, "a", None)] if grant and not withheld else []),
                 _button(request, "d", "danger"),
             ],
         }

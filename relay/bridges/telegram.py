@@ -36,6 +36,7 @@ from relay.bridges import selectors, services
 from relay.bridges.base import (
     ACTIONS,
     ANSWER_ACTIONS,
+    CARD_LIMITS,
     ChatBridge,
     Job,
     Press,
@@ -45,11 +46,13 @@ from relay.bridges.base import (
     apply_link,
     apply_press,
     apply_stop_command,
+    card_excerpt,
+    chat_allow_withheld,
     chat_question,
     check_press,
+    cut_cue,
     cwd_shown,
     destructive_warning,
-    excerpt_for,
     grant_shown,
     outcome_text,
     progress_lines,
@@ -167,7 +170,7 @@ def card_html(request: PermissionRequest) -> str:
     lines = [f"🔐 <b>{esc(request.tool_name)}</b> · agent <b>{esc(request.agent.name)}</b>"]
     if request.cwd:
         lines.append(f"in <code>{esc(cwd_shown(request))}</code>")
-    excerpt = excerpt_for(request.tool_name, request.tool_input)
+    excerpt = card_excerpt(request.tool_name, request.tool_input, CARD_LIMITS[SURFACE])
     language = f' class="language-{excerpt.language}"' if excerpt.language else ""
     if excerpt.kind == "text":
         lines.append(esc(excerpt.body))
@@ -176,13 +179,19 @@ def card_html(request: PermissionRequest) -> str:
     warning = destructive_warning(request)
     if warning:
         lines.append(f"⚠️ <b>Destructive:</b> {esc(warning)}")
+    if excerpt.hidden:
+        lines.append(f"⚠️ {excerpt.hidden} hidden character(s) shown as ⟨NAME⟩")
+    if excerpt.truncated:
+        lines.append(f"<b>{esc(cut_cue(excerpt))}</b>")
+    withheld = chat_allow_withheld(request, SURFACE)
     grant = grant_shown(request)
-    if grant:
+    if grant and not withheld:
         lines.append(f"“Allow for session” / “Always allow” save <code>{esc(grant)}</code>")
+    if withheld:
+        lines.append(f"No Allow here ({esc(withheld)}): Deny, or decide in Gatehouse.")
     lines += [f"👥 {esc(line)}" for line in progress_lines(request)]
     link = request_url(request.pk)
-    label = "Input cut — full request in Gatehouse" if excerpt.truncated else "Open in Gatehouse"
-    lines.append(f'<a href="{esc(link, quote=True)}">{label}</a>')
+    lines.append(f'<a href="{esc(link, quote=True)}">Open in Gatehouse</a>')
     return "\n".join(lines)
 
 
@@ -202,6 +211,8 @@ def keyboard(request: PermissionRequest) -> InlineKeyboardMarkup:
             for i, label in enumerate(question.labels if question is not None else ())
         ]
         return InlineKeyboardMarkup([*options, [button("d")]])
+    if chat_allow_withheld(request, SURFACE):
+        return InlineKeyboardMarkup([[button("d")]])  # the card does not show the whole call
     if grant_rule_for(request) is None:
         return InlineKeyboardMarkup([[button("o"), button("d")]])  # no rule says exactly this call
     return InlineKeyboardMarkup([[button("o"), button("s")], [button("a"), button("d")]])

@@ -15,7 +15,7 @@ from django.conf import settings
 
 from approvals.invisible import count_hidden
 from approvals.models import AuditKind, Decision, PermissionRequest
-from relay.bridges.base import destructive_warning, excerpt_for, outcome_text, request_url
+from relay.bridges.base import allow_withheld, destructive_warning, excerpt_for, outcome_text, request_url
 from relay.masking import mask
 
 # What fits: a notification's expanded body on Android and iOS shows about this much.
@@ -43,15 +43,12 @@ def notice_for(request: PermissionRequest) -> Notice:
     excerpt = excerpt_for(request.tool_name, request.tool_input, limit=BODY_CHARS)
     lines = excerpt.body.splitlines() or [""]
     warning = destructive_warning(request)
-    why = ""
-    if warning:
-        why = "destructive"
-    elif excerpt.truncated or len(lines) > BODY_LINES:
-        why = "input too long for a notification"
-    elif excerpt.masked:
-        why = "secrets masked"
-    elif count_hidden(excerpt.body):
-        why = "hidden characters"
+    why = allow_withheld(
+        destructive=bool(warning),
+        cut=excerpt.truncated or len(lines) > BODY_LINES,
+        masked=excerpt.masked,
+        hidden=count_hidden(excerpt.body),
+    )
     body = "\n".join(lines[:BODY_LINES]) + ("\n…" if len(lines) > BODY_LINES and not excerpt.truncated else "")
     if warning:
         body = f"⚠ {mask(warning)}\n{body}"

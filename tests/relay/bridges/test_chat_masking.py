@@ -29,8 +29,18 @@ class ChatMaskingTests:
         assert "hunter2x" not in text
         assert "api.github.com/user" in card.all_text
 
-    def test_the_grant_a_card_names_is_masked_too(self, fake_tg, telegram_bridge, ci_bot):
+    def test_a_card_with_a_masked_secret_offers_no_allow_and_names_no_grant(self, fake_tg, telegram_bridge, ci_bot):
         ask(ci_bot.agent, f"gh api user --token {TOKEN}")
         card = fake_tg.wait_for(lambda: fake_tg.card_for("ci-bot"))
-        assert "save <code>" in card.text  # the card names the rule an "Always allow" saves
+        # The person cannot see what would run, so no one-tap Allow and no rule to save.
+        assert [b["text"] for b in card.buttons] == ["Deny"]
+        assert "save <code>" not in card.text
+        assert "secrets masked" in card.text
         assert TOKEN[4:] not in card.text
+
+    def test_the_grant_a_card_names_is_masked_too(self, transactional_db, ci_bot):
+        from relay.bridges.base import grant_shown
+
+        request = ask(ci_bot.agent, f"gh api user --token {TOKEN}")
+        assert grant_shown(request)
+        assert TOKEN[4:] not in grant_shown(request)

@@ -29,7 +29,10 @@ class TelegramAskTests:
         ask(ci_bot.agent, "printf " + "x" * 5000)
         card = fake_tg.wait_for(lambda: fake_tg.card_for("ci-bot"))
         assert len(card.text) < 2000
-        assert "Input cut — full request in Gatehouse" in card.text
+        # 5,007 characters, about 1,200 shown: the card says how much it left out, and offers no Allow.
+        assert "more characters — open the dashboard to read all" in card.text
+        assert "Open in Gatehouse" in card.text
+        assert [b["text"] for b in card.buttons] == ["Deny"]
 
 
 class TelegramGrantTests:
