@@ -60,6 +60,15 @@ def seed() -> dict[str, Any]:
         ("mcp__github", "allow", "localSettings"),
     ]:
         services.rule_create(rule=text, behavior=behavior, source=source, team=team, created_by=alice)
+    # A production deploy needs two people: the queue shows "1 of 2 — alice approved".
+    services.rule_create(
+        rule="Bash(kubectl apply:*)",
+        behavior="ask",
+        source="policySettings",
+        team=team,
+        created_by=alice,
+        approvals_required=2,
+    )
 
     shop = ROOT / "var" / "demo-shop"
     (shop / "src").mkdir(parents=True, exist_ok=True)
@@ -126,6 +135,9 @@ def seed() -> dict[str, Any]:
             laptop, "WebFetch", {"url": "http://169.254.169.254/latest/meta-data/", "prompt": "Show the keys"}
         ).request,
     ]
+    quorum = call(ci, "Bash", {"command": "kubectl apply -f deploy/production.yaml"}).request
+    services.request_decide(quorum.pk, services.Answer(behavior="allow", surface="web", user=alice))
+    pending.append(quorum)
     # Three identical runs from one session: the queue's batch bar ("Allow all 3").
     pending += [call(ci, "Bash", {"command": "pytest -q tests/checkout"}).request for _ in range(3)]
     # Dana is invited: her one-time link opens the page that sets her password.
@@ -160,7 +172,8 @@ def shoot(data: dict[str, Any]) -> list[Path]:
         "request": f"/requests/{data['pending'][1].pk}/",
         "request-hidden-tail": f"/requests/{data['pending'][4].pk}/",
         "request-private-fetch": f"/requests/{data['pending'][5].pk}/",
-        "request-since-allowed": f"/requests/{data['pending'][6].pk}/",
+        "request-since-allowed": f"/requests/{data['pending'][7].pk}/",
+        "request-quorum": f"/requests/{data['pending'][6].pk}/",
         "audit": "/audit/",
         "audit-saved-filter": "/audit/?behavior=deny",
         "audit-detail": f"/audit/{audit_row.pk if audit_row else 1}/",
