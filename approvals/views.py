@@ -35,6 +35,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
+from django.views.generic import TemplateView
 
 from agent.install import DEADLINE_MARGIN, SERVER_DEFAULTS
 from approvals import charts, events, learning_views, permissions, questions, selectors, services, why
@@ -48,7 +49,7 @@ from approvals.forms import (
     ExplainForm,
     RuleForm,
 )
-from approvals.models import Rule, RuleSource
+from approvals.models import AuditKind, Rule, RuleSource
 from approvals.pages import render_page
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,13 @@ class PasswordResetClosingSockets(PasswordResetConfirmView):
         response = super().form_valid(form)
         services.person_credentials_changed(user=form.user)
         return response
+
+
+class NoMailPasswordReset(TemplateView):
+    """Where Django's reset-by-e-mail form would be: how to get a one-time link instead (GET only)."""
+
+    template_name = "registration/password_reset_form.html"
+    http_method_names = ["get", "head"]
 
 
 def manifest(request: HttpRequest) -> HttpResponse:
@@ -339,10 +347,12 @@ def audit_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
 
     req = row.request
     evaluation = req.evaluation or {}
+    # An autopilot promotion came after the request's decision: the card and the timeline show that decision.
+    outcome = selectors.decision_for(req) if row.kind == AuditKind.AUTOPILOT else row
     context = {
         "row": row,
         "req": req,
-        "card": card_context(req, request.user, decision=row),
+        "card": card_context(req, request.user, decision=outcome),
         "trace": evaluation.get("trace") or [],
         "engine": evaluation,
         "row_ok": verify_row(row),
@@ -350,7 +360,7 @@ def audit_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
         "reason_json": json.dumps(row.reason, indent=2, sort_keys=True, default=str),
         "updated_input_json": json.dumps(row.updated_input, indent=2, sort_keys=True) if row.updated_input else "",
         "wait_s": (row.created_at - req.created_at).total_seconds(),
-        "timeline": selectors.request_timeline(req, row),
+        "timeline": selectors.request_timeline(req, outcome),
     }
     return render_page(request, "approvals/audit_detail.html", context)
 

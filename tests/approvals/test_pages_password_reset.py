@@ -62,3 +62,20 @@ class PasswordResetPagesTests:
         refused = browser.post(form.redirect_chain[-1][0], {"new_password1": "a-long-pass-1", "new_password2": "other"})
         assert refused.status_code == 200
         assert b'role="alert"' in refused.content and ADMIN not in refused.content
+
+
+@pytest.mark.django_db
+class NoMailResetTests:
+    """Gatehouse sends no mail: where Django's reset-by-e-mail form was, a page says what to do."""
+
+    @pytest.mark.parametrize("path", ["/accounts/password_reset/", "/accounts/password_reset/done/"])
+    def test_it_says_how_to_get_a_one_time_link(self, path: str) -> None:
+        page = Client().get(path)
+        assert page.status_code == 200
+        assert OURS in page.content and ADMIN not in page.content
+        assert b"one-time link" in page.content and b"manage.py changepassword" in page.content
+
+    def test_it_takes_no_address_to_mail(self, alice: Any) -> None:
+        # Django's form would look the address up and call an SMTP server that is not there.
+        answer = Client().post("/accounts/password_reset/", {"email": "alice@example.com"})
+        assert answer.status_code == 405

@@ -107,6 +107,7 @@ def pages(ids: dict[str, Any]) -> list[str]:
         ids["reset_link"],  # redirects to the form that sets the password
         "/accounts/reset/x/spent-link/",
         "/accounts/reset/done/",
+        "/accounts/password_reset/",  # no mail: how to get a one-time link
     ]
 
 
