@@ -82,10 +82,10 @@ def _delete_through(through_id: int) -> None:
         # The search text derived from the rows goes with them (approvals.audit_search).
         cursor.execute("DELETE FROM approvals_auditsearch WHERE decision_id <= %s", [through_id])
         cursor.execute("DELETE FROM approvals_decision WHERE id <= %s", [through_id])
-    request_ids = list(dict.fromkeys(request_ids))  # a request's votes and its decision name it each
+    request_ids = list(dict.fromkeys(request_ids))  # its votes, its decision and its autopilot row name it each
     for start in range(0, len(request_ids), 500):
         # Through the ORM, so rows that hang off a request (chat messages) go with it. A
-        # request whose later rows (its decision after its votes) stay live stays too.
+        # request whose later rows (its decision after its votes, a promotion after it) stay live stays too.
         batch = request_ids[start : start + 500]
         PermissionRequest.objects.filter(pk__in=batch, audit_rows__isnull=True).delete()
 

@@ -38,7 +38,10 @@ class RequestFinished(_Event):
 
 
 class RequestUpdated(_Event):
-    """A step on the way to a decision, with its audit row: a quorum vote, a ladder step."""
+    """A step on the way to a decision, with its audit row: a quorum vote, a ladder step.
+
+    - An `autopilot` row (a promotion, after the decision) is never announced this way.
+    """
 
     type: Literal["request.updated"]
     request_id: str

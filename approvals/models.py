@@ -269,18 +269,21 @@ class AuditKind(models.TextChoices):
     VOTE = "vote", "vote"  # one person's approval toward a quorum
     REMINDER = "reminder", "reminder"  # the ladder reminded the same people
     ESCALATION = "escalation", "escalation"  # the ladder escalated to the on-call group
+    AUTOPILOT = "autopilot", "autopilot"  # after this request's allow, the autopilot saved a trial rule
 
 
-# The reason types of rows on the way to a decision: a vote toward a quorum, a ladder step.
-# Counts of decisions leave them out; the denials monitor never meets them (neither denies).
-STEP_REASON_TYPES = ("vote", "ladder")
+# The reason types of rows that are not a decision: a vote toward a quorum, a ladder step,
+# an autopilot promotion (after the decision). Counts of decisions leave them out; the
+# denials monitor never meets them (none denies).
+STEP_REASON_TYPES = ("vote", "ladder", "autopilot")
 
 
 class Decision(models.Model):
-    """The audit log: one row per request outcome or step (vote, reminder), append-only, hash-chained."""
+    """The audit log: one row per request outcome or step (vote, ladder, autopilot), append-only, hash-chained."""
 
-    # One `decision` row per finished request (PermissionRequest.decision names it), and
-    # any number of vote and ladder rows before it.
+    # One `decision` row per finished request (PermissionRequest.decision names it), any
+    # number of vote and ladder rows before it, and an `autopilot` row after a person's
+    # allow of it made the autopilot save a trial rule.
     request = models.ForeignKey(PermissionRequest, on_delete=models.PROTECT, related_name="audit_rows")
     kind = models.CharField(max_length=16, choices=AuditKind.choices, default=AuditKind.DECISION)
     # Denormalised so the audit list and the denials monitor filter without joins.

@@ -236,12 +236,13 @@ def recently_finished(user: User | AnonymousUser, limit: int = 10) -> QuerySet[P
 
 
 def request_timeline(request: PermissionRequest, decision: Decision | None) -> list[dict[str, Any]]:
-    """What happened to a request, in order: asked, notified, claimed, decided, ran.
+    """What happened to a request, in order: asked, notified, claimed, decided, autopilot, ran.
 
     - Each step is what the database recorded, never a guess: "notified" lists the chat
       messages that announced the ask (open dashboards are pushed as it commits);
       "claimed" is the race's fence (the first answer moving the row); "ran" is the
-      agent's PostToolUse or PostToolUseFailure result.
+      agent's PostToolUse or PostToolUseFailure result; "autopilot" is the trial rule the
+      autopilot saved after this allow.
     - A step with no moment (`at` None) says why nothing was recorded.
     """
     steps: list[dict[str, Any]] = [
@@ -252,7 +253,11 @@ def request_timeline(request: PermissionRequest, decision: Decision | None) -> l
     for message in messages.order_by("created_at") if messages is not None else []:
         steps.append({"step": "notified", "at": message.created_at, "detail": f"{message.surface} message"})
     # Quorum votes and escalation ladder steps: audit rows of their own, before the decision.
-    on_the_way = Decision.objects.filter(request_id=request.pk).exclude(kind=AuditKind.DECISION).order_by("id")
+    on_the_way = (
+        Decision.objects.filter(request_id=request.pk)
+        .exclude(kind__in=[AuditKind.DECISION, AuditKind.AUTOPILOT])
+        .order_by("id")
+    )
     for kind, decided_by, surface, at, reason in on_the_way.values_list(
         "kind", "decided_by", "surface", "created_at", "reason"
     ):
@@ -271,6 +276,10 @@ def request_timeline(request: PermissionRequest, decision: Decision | None) -> l
         if decision.reason_type in ("user", "timeout", "cancelled") and request.decided_at is not None:
             steps.append({"step": "claimed", "at": request.decided_at, "detail": by})
         steps.append({"step": "decided", "at": decision.created_at, "detail": f"{decision.behavior} by {by}"})
+    # After a person's allow: the autopilot saving its trial rule (an audit row of its own).
+    promotions = Decision.objects.filter(request_id=request.pk, kind=AuditKind.AUTOPILOT).order_by("id")
+    for at, message in promotions.values_list("created_at", "message"):
+        steps.append({"step": "autopilot", "at": at, "detail": message.removeprefix("autopilot ")})
     steps.append(_ran(request, decision))
     return steps
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from approvals import permissions
 from approvals.models import (
     Agent,
+    AuditKind,
     AutopilotSetting,
     Decision,
     Rule,
@@ -120,7 +121,8 @@ def autopilot_rules(team_ids: list[int] | None) -> QuerySet[Rule]:
 def autopilot_approvals(user: User | AnonymousUser, limit: int = 20) -> QuerySet[Decision]:
     """The newest calls the autopilot allowed, in the person's teams: its feed."""
     teams = permissions.team_ids_for(user)
-    rows = Decision.objects.filter(rule_source=RuleSource.AUTOPILOT)
+    # The decisions its rules made; its promotions (`autopilot` rows, which name the rule too) are not approvals.
+    rows = Decision.objects.filter(rule_source=RuleSource.AUTOPILOT, kind=AuditKind.DECISION)
     rows = rows if teams is None else rows.filter(team_id__in=teams)
     return rows.select_related("agent", "request").order_by("-created_at", "-id")[:limit]
 

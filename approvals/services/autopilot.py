@@ -6,14 +6,16 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 import policy
 import policy.learning
 from approvals import learning
+from approvals.audit import append_decision
 from approvals.models import (
+    AuditKind,
     AutopilotSetting,
     PermissionRequest,
     Rule,
@@ -79,6 +81,8 @@ def autopilot_consider(*, request: PermissionRequest) -> Rule | None:
     - Never for a destructive call, and never when the rule would not decide the call
       itself: a protected path, or a deny or ask rule (a policySettings one reserving the
       call for a person) still wins over it, so such a pattern is never saved.
+    - The rule and its `autopilot` audit row (naming this request, the rule, its expiry
+      and the evidence) commit together: no promotion is missing from the hash chain.
     """
     setting = AutopilotSetting.objects.filter(team_id=request.team_id, enabled=True).first()
     rule = _autopilot_pattern(request)
@@ -97,9 +101,38 @@ def autopilot_consider(*, request: PermissionRequest) -> Rule | None:
         f"Autopilot: {evidence.calls} approvals in {evidence.sessions} sessions by {evidence.people} "
         f"people, no denial; on trial until {until:%Y-%m-%d %H:%M} UTC."
     )
-    return rule_create(
-        rule=rule, behavior="allow", source=RuleSource.AUTOPILOT, team=request.team, expires_at=until, note=note
-    )
+    with transaction.atomic():
+        saved = rule_create(
+            rule=rule, behavior="allow", source=RuleSource.AUTOPILOT, team=request.team, expires_at=until, note=note
+        )
+        append_decision(
+            request,
+            kind=AuditKind.AUTOPILOT,
+            behavior="allow",
+            message=promotion_sentence(saved.rule, setting.trial_hours),
+            reason={
+                "type": "autopilot",
+                "rule": saved.rule,
+                "source": RuleSource.AUTOPILOT,
+                "rule_id": saved.pk,
+                "expires_at": until.isoformat(),
+                "trial_hours": setting.trial_hours,
+                "approvals": evidence.calls,
+                "sessions": evidence.sessions,
+                "people": evidence.people,
+                "note": note,
+            },
+            decided_by="autopilot",
+            surface="autopilot",
+        )
+    return saved
+
+
+def promotion_sentence(rule: str, trial_hours: int) -> str:
+    """An autopilot row's message: "autopilot saved Bash(npm run test:*) for a 7-day trial"."""
+    days, hours = divmod(trial_hours, 24)
+    trial = f"{days}-day" if days and not hours else f"{trial_hours}-hour"
+    return f"autopilot saved {rule} for a {trial} trial"
 
 
 def _autopilot_pattern(request: PermissionRequest) -> str | None:

@@ -16,7 +16,7 @@ from django.test import Client
 
 from approvals import services
 from approvals.audit import GENESIS_HASH, chain_head, row_hash, stable_numbers
-from approvals.models import Decision, PermissionRequest
+from approvals.models import AuditKind, Decision, PermissionRequest
 from tests.approvals.audit_helpers import tamper
 
 CALL = {
@@ -62,9 +62,20 @@ DECISION_COLUMNS = [
     ("kind", "vote"),  # an outcome relabelled as a quorum vote, or the other way round
 ]
 
+# An autopilot promotion's row: the rule it saved, its trial expiry and why, each rewritten.
+AUTOPILOT_COLUMNS = [
+    ("rule", "Bash"),  # a wider rule than the one saved
+    ("reason", "expires_at"),  # the trial's end moved a year on (the value is made below)
+    ("reason", "rule"),
+    ("message", "autopilot saved Bash(make build:*) for a 7-day trial"),
+    ("decided_by", "alice"),
+    ("kind", "vote"),
+    ("request_id", "other"),  # pinned on another request
+]
 
-def decide(agent: Any, alice: Any, tool_use_id: str) -> Decision:
-    result = services.request_submit(agent=agent, call={**CALL, "tool_use_id": tool_use_id})
+
+def decide(agent: Any, alice: Any, tool_use_id: str, **call: Any) -> Decision:
+    result = services.request_submit(agent=agent, call={**CALL, "tool_use_id": tool_use_id, **call})
     assert result.decision is None  # no rule: a person decides
     decided = services.request_decide(result.request.pk, services.Answer(behavior="allow", surface="web", user=alice))
     assert decided.decision is not None
@@ -107,6 +118,30 @@ class AuditCoverageTests:
             cursor.execute(f"UPDATE approvals_decision SET {column} = %s WHERE id = %s", [value, rows[1].pk])  # noqa: S608
         assert verify() != ""
         assert "Broken" in page_says(alice, rows[1])
+
+    @pytest.mark.parametrize(
+        ("column", "value"), AUTOPILOT_COLUMNS, ids=[f"{c}-{v[:12]}" for c, v in AUTOPILOT_COLUMNS]
+    )
+    def test_it_finds_a_rewritten_autopilot_promotion(self, alice: Any, ci_bot: Any, column: str, value: str) -> None:
+        services.autopilot_configure(team=services.default_team(), enabled=True, approvals=2, trial_hours=24)
+        rows = [decide(ci_bot.agent, alice, f"cover_{n}", session_id=f"s-{n}") for n in range(2)]
+        rows.append(decide(ci_bot.agent, alice, "cover_2", tool_input={"command": "make lint"}))  # a row after it
+        [promotion] = Decision.objects.filter(kind=AuditKind.AUTOPILOT)
+        assert promotion.request_id == rows[1].request_id and promotion.rule == "Bash(make build:*)"
+        assert verify() == ""
+        if column == "reason":
+            reason = dict(promotion.reason)
+            reason[value] = "2099-01-01T00:00:00+00:00" if value == "expires_at" else "Bash"
+            column, value = "reason", json.dumps(reason)
+        elif column == "request_id":
+            value = rows[0].request_id.hex
+        with tamper() as cursor:
+            cursor.execute(
+                f"UPDATE approvals_decision SET {column} = %s WHERE id = %s",  # noqa: S608
+                [value, promotion.pk],
+            )
+        assert "broken in 1 place" in verify()
+        assert "Broken" in page_says(alice, promotion)
 
     def test_it_finds_a_renamed_agent(self, alice: Any, ci_bot: Any) -> None:
         row = decide(ci_bot.agent, alice, "cover_0")

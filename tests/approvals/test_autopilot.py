@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -9,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from approvals import learning, services
-from approvals.models import Decision, PermissionRequest, Rule, RuleSource, Team
+from approvals import learning, selectors, services
+from approvals.audit import CURRENT_FORMAT, chain_head, verify_chain
+from approvals.models import AuditKind, Decision, PermissionRequest, Rule, RuleSource, Team
 from policy.learning import rule_decides
 from tests.conftest import AgentPersona
 from tests.policy.calls import gather
@@ -80,6 +83,56 @@ class AutopilotTests:
         assert rule.expires_at is not None
         assert abs(rule.expires_at - (timezone.now() + timedelta(hours=6))) < timedelta(minutes=1)
         assert "3 approvals in 3 sessions" in rule.note
+
+    def test_it_writes_each_promotion_as_one_audit_row_in_the_chain(
+        self, approve: Any, submit: Any, alice: Any
+    ) -> None:
+        autopilot_on(approvals=3, trial_hours=7 * 24)
+        approve("npm run test", session="s1")
+        approve("npm run test", session="s2")
+        assert not Decision.objects.filter(kind=AuditKind.AUTOPILOT).exists()
+        trigger = approve("npm run test", session="s3")
+        [rule] = autopilot_rules()
+        [row] = Decision.objects.filter(kind=AuditKind.AUTOPILOT)
+        # After the person's allow that earned it, on the same request, and the chain's head.
+        assert row.request_id == trigger.pk
+        assert row.pk > Decision.objects.get(request=trigger, kind=AuditKind.DECISION).pk
+        assert row.hash == chain_head() and row.format == CURRENT_FORMAT
+        assert (row.behavior, row.reason_type, row.rule, row.rule_source) == (
+            "allow",
+            "autopilot",
+            "Bash(npm run test:*)",
+            "autopilot",
+        )
+        assert (row.decided_by, row.surface) == ("autopilot", "autopilot")
+        assert row.message == "autopilot saved Bash(npm run test:*) for a 7-day trial"
+        assert rule.expires_at is not None
+        assert row.reason["expires_at"] == rule.expires_at.isoformat()
+        assert (row.reason["rule_id"], row.reason["trial_hours"], row.reason["note"]) == (rule.pk, 168, rule.note)
+        assert (row.reason["approvals"], row.reason["sessions"]) == (3, 3)
+        assert list(verify_chain()) == []
+        out = io.StringIO()
+        call_command("audit_verify", stdout=out, stderr=io.StringIO())
+        assert "audit chain intact" in out.getvalue()
+        # The calls the rule then allows are the autopilot's approvals (its feed) and the
+        # monitor's decisions; the promotion is neither.
+        allowed = submit("npm run test -- --ci", session="s4").decision
+        assert allowed is not None
+        assert Decision.objects.filter(kind=AuditKind.AUTOPILOT).count() == 1
+        assert [d.pk for d in selectors.autopilot_approvals(alice)] == [allowed.pk]
+        assert selectors.decision_period(alice, row.created_at, timezone.now() + timedelta(seconds=1))["decided"] == 1
+        # The request's timeline says it after the decision.
+        trigger = PermissionRequest.objects.select_related("agent", "decision").get(pk=trigger.pk)
+        steps = [(s["step"], s["detail"]) for s in selectors.request_timeline(trigger, trigger.decision)]
+        assert steps[-2] == ("autopilot", "saved Bash(npm run test:*) for a 7-day trial")
+        assert steps[-3][0] == "decided"
+
+    def test_it_says_an_hours_trial_in_hours(self, approve: Any) -> None:
+        autopilot_on(approvals=2, trial_hours=30)
+        approve("make docs", session="s1")
+        approve("make docs", session="s2")
+        [row] = Decision.objects.filter(kind=AuditKind.AUTOPILOT)
+        assert row.message == "autopilot saved Bash(make docs:*) for a 30-hour trial"
 
     def test_it_says_autopilot_in_the_audit_log_of_every_approval_it_makes(self, approve: Any, submit: Any) -> None:
         autopilot_on()

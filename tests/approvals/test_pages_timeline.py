@@ -56,6 +56,23 @@ class TimelineTests:
         assert timeline and len(re.findall(r'<time class="local"', timeline.group())) == 5
         assert re.search(r"\(\+\d+ ms\)", timeline.group()), "each later step says how long after the ask"
 
+    def test_it_shows_the_autopilot_saving_a_rule_after_the_allow_that_earned_it(self, alice: Any, ci_bot: Any) -> None:
+        from approvals.models import AuditKind, Decision
+
+        services.autopilot_configure(team=services.default_team(), enabled=True, approvals=2, trial_hours=48)
+        for session in ("s1", "s2"):
+            call = {"tool_name": "Bash", "tool_input": {"command": "make docs"}, "session_id": session, "cwd": "/p"}
+            req = services.request_submit(agent=ci_bot.agent, call=call).request
+            decided = services.request_decide(req.pk, services.Answer(behavior="allow", surface="web", user=alice))
+        assert decided.decision is not None
+        [promotion] = Decision.objects.filter(kind=AuditKind.AUTOPILOT, request_id=req.pk)
+        for row in (decided.decision, promotion):  # the decision's page and the promotion's
+            assert steps(page(alice, f"/audit/{row.pk}/"))[-3:] == [
+                ("decided", "allow by alice via web"),
+                ("autopilot", "saved Bash(make docs:*) for a 2-day trial"),
+                ("ran", "no result reported (the agent reports one after the call runs)"),
+            ]
+
     def test_it_says_a_denied_call_did_not_run_and_a_rule_decision_had_no_claim(
         self, alice: Any, ci_bot: Any, default_team: Any
     ) -> None:
