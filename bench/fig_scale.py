@@ -17,9 +17,10 @@ from bench.stats import Figure, Row, ratio, summary_ms
 TITLE = "Scale: 1,000 agent sockets; two processes"
 BOTTLENECK = (
     "sockets: an idle socket costs ~38 KiB and no database work, but decision -> agent p99 at "
-    "1,001 sockets is the maximum of n=25 samples and swings from run to run (1.3-1.7x and ~5x in "
-    "earlier runs, 7.5x in the latest, while submit -> dashboards stayed at 1.05x); not yet "
-    "profiled. Two processes now meet their goal"
+    "1,001 sockets is the maximum of n=25 samples and swings from run to run (0.9-1.7x, ~5x and "
+    "7.5x in earlier runs); not yet profiled. Two processes share 2 cores with the load "
+    "generator, PostgreSQL and Redis, and every decision serialises on the audit chain's lock: "
+    "1.2-1.7x one process's submits/s from run to run"
 )
 CONNECT_BATCH = 50
 CONCURRENCY = 32
