@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.browser.conftest import PUSH_TIMEOUT_MS, ask, in_thread, wait_live
+from tests.e2e.browser.conftest import EVENT_TIMEOUT_MS, ask, in_thread, wait_live
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -213,7 +213,7 @@ class NavBadgeTests:
         assert page.locator("#nav-count").inner_text() == "6"
         ask(ci_bot.agent, "npm publish --tag seven")
         # Selectors, not wait_for_function: the CSP forbids the eval its polling uses.
-        page.wait_for_selector('#nav-count[data-count="7"]', timeout=PUSH_TIMEOUT_MS)
+        page.wait_for_selector('#nav-count[data-count="7"]', timeout=EVENT_TIMEOUT_MS)
         in_thread(services.request_decide, requests[3].pk, services.Answer(behavior="deny", surface="web", user=alice))
-        page.wait_for_selector('#nav-count[data-count="6"]', timeout=PUSH_TIMEOUT_MS)
+        page.wait_for_selector('#nav-count[data-count="6"]', timeout=EVENT_TIMEOUT_MS)
         assert page.title().startswith("(6) ")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.browser.conftest import EVENT_TIMEOUT_MS, PUSH_TIMEOUT_MS, ask, wait_live
+from tests.e2e.browser.conftest import EVENT_TIMEOUT_MS, ask, wait_live
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,7 +25,7 @@ class BatchBarTests:
         assert bar.count() == 1
         assert bar.locator(".batch-text").inner_text() == "2 identical calls: Bash pytest -q from ci-bot, session s1"
         third = ask(ci_bot.agent, "pytest -q")
-        page.wait_for_selector(".batch button[value='once']:text('Allow all 3')", timeout=PUSH_TIMEOUT_MS)
+        page.wait_for_selector(".batch button[value='once']:text('Allow all 3')", timeout=EVENT_TIMEOUT_MS)
         assert bar.locator("button[value='once']").get_attribute("aria-label") == (
             "Allow all 3: Bash pytest -q from ci-bot, session s1"
         )

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.browser.conftest import PUSH_TIMEOUT_MS, ask, wait_live
+from tests.e2e.browser.conftest import EVENT_TIMEOUT_MS, ask, wait_live
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -18,7 +18,7 @@ class SafetyTests:
         page = page_for(alice)
         wait_live(page)
         pushed = ask(ci_bot.agent, PAYLOAD, session_id="<b>sess</b>")
-        page.wait_for_selector(f"#req-{pushed.pk}", timeout=PUSH_TIMEOUT_MS)
+        page.wait_for_selector(f"#req-{pushed.pk}", timeout=EVENT_TIMEOUT_MS)
         page.reload()  # the server-rendered page as well as the pushed fragment
         wait_live(page)
         text = page.inner_text(f"#req-{pushed.pk} .input")
