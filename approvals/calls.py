@@ -11,7 +11,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from approvals.api.common import StrictSerializer, without_nul
+from approvals.api.common import FieldsBoundOnce, StrictSerializer, without_nul
 from approvals.models import Context, Mode
 from policy.facts import FactsError, facts_to_dict, parse_facts
 
@@ -26,7 +26,7 @@ class CallInvalid(ValueError):
     """The call cannot be submitted; the message names each field and what is wrong."""
 
 
-class ToolCallSerializer(StrictSerializer):
+class ToolCallSerializer(FieldsBoundOnce, StrictSerializer):
     tool_name = serializers.CharField(max_length=200)
     tool_input = serializers.JSONField(required=False, default=dict)
     tool_use_id = serializers.CharField(max_length=200, required=False, allow_blank=True)

@@ -1,8 +1,8 @@
 """`python -m bench.profile`: where the time goes on the slow paths.
 
 Starts the same services as `python -m bench`, then:
-- samples a Daphne server with py-spy while agents submit auto-decided requests (the
-  HTTP figure) and while the push scenario runs (the push figure),
+- samples a Daphne server with py-spy while agents submit auto-decided requests with
+  the team's 20 dashboards open (the HTTP figure) and while the push scenario runs (the push figure),
 - runs the hook command under cProfile,
 and prints the heaviest functions (inclusive time share of the samples) for each.
 Collapsed stacks are kept in var/bench/profile-*.txt for flame graphs.
@@ -69,7 +69,10 @@ def top_frames(collapsed: Path, limit: int = 25, only_thread: str = "") -> list[
 
 def profile_http(env: BenchEnv, seconds: int) -> list[tuple[str, float]]:
     out = env.work_dir / "profile-http.txt"
-    with env.server("daphne") as server:
+    with (
+        env.server("daphne") as server,
+        fig_http.dashboards_open(server.ws_url, server.url, env.fixtures["sessions"]),
+    ):
         factory = fig_http._requests(env.fixtures["agent_token"])["submit"]
         asyncio.run(run_load([server.port], 1, 20, factory, fig_http._check_submit))
         spy = pyspy(server.process.pid, out, seconds)

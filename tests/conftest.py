@@ -243,6 +243,7 @@ DB_ENGINE_SUITES = (
     "tests/approvals/test_submit_statements.py",
     "tests/approvals/test_what_if.py",
     "tests/approvals/test_waiting.py",
+    "tests/relay/test_card_read.py",
     "tests/relay/test_claims.py",
     "tests/relay/test_deadlines.py",
     "tests/relay/test_multiprocess.py",

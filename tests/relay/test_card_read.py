@@ -1,0 +1,94 @@
+"""The card's written-out read returns what the ORM's `select_related` read returns.
+
+`relay.selectors.request_for_card` is on the path of every call (each process with a
+dashboard open reads each announced request once), so it is a statement written out
+from the models' fields instead of a query compiled per call. These tests hold it to
+the ORM's answer, field by field and type by type, on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from django.db.models import Model
+
+from approvals import services
+from approvals.models import PermissionRequest, RequestState
+from relay import selectors
+from tests.relay.wsclient import ask_call
+
+pytestmark = pytest.mark.django_db
+
+
+def orm_read(request_id: uuid.UUID) -> PermissionRequest:
+    return PermissionRequest.objects.select_related("agent", "team", "decision").get(pk=request_id)
+
+
+def fields_of(instance: Model | None) -> list[tuple[str, Any, type]]:
+    if instance is None:
+        return []
+    return [
+        (f.attname, getattr(instance, f.attname), type(getattr(instance, f.attname)))
+        for f in instance._meta.concrete_fields
+    ]
+
+
+def assert_same_read(request_id: uuid.UUID) -> PermissionRequest:
+    written, orm = selectors.request_for_card(request_id), orm_read(request_id)
+    assert written is not None
+    assert fields_of(written) == fields_of(orm)
+    for relation in ("agent", "team", "decision"):
+        assert fields_of(getattr(written, relation)) == fields_of(getattr(orm, relation)), relation
+    return written
+
+
+def pending(agent: Any, **extra: Any) -> PermissionRequest:
+    return services.request_submit(agent=agent, call=ask_call(**extra)).request
+
+
+class CardReadTests:
+    def test_a_pending_request_reads_as_the_orm_reads_it_without_a_decision(self, ci_bot: Any) -> None:
+        request = pending(ci_bot.agent, tool_use_id="toolu_card_1")
+        written = assert_same_read(request.pk)
+        assert written.decision is None
+
+    def test_a_request_decided_by_a_person_reads_with_its_decision(self, ci_bot: Any, alice: Any) -> None:
+        request = pending(ci_bot.agent, tool_use_id="toolu_card_2")
+        services.request_decide(request.pk, services.Answer(behavior="allow", surface="web", user=alice))
+        written = assert_same_read(request.pk)
+        assert written.state == RequestState.DECIDED
+        assert written.decision is not None and written.decision.behavior == "allow"
+
+    def test_a_call_decided_at_submit_and_an_expired_ask_read_alike(self, ci_bot: Any) -> None:
+        team = ci_bot.agent.team
+        services.rule_create(rule="Bash(git status)", behavior="allow", source="projectSettings", team=team)
+        call = {"tool_name": "Bash", "tool_input": {"command": "git status"}, "session_id": "s2", "cwd": "/tmp/proj"}
+        decided = services.request_submit(agent=ci_bot.agent, call=call).request
+        assert assert_same_read(decided.pk).decision is not None
+        asked = pending(ci_bot.agent, command="rm -rf dist")
+        services.request_expire(request=asked)
+        assert assert_same_read(asked.pk).state == RequestState.EXPIRED
+
+    @pytest.mark.parametrize(
+        "request_id",
+        [
+            uuid.UUID("5b0c1e0e-3f4a-4d8e-9c1a-7e2b9d4f6a10"),
+            "5b0c1e0e-3f4a-4d8e-9c1a-7e2b9d4f6a10",
+            "not-a-uuid",
+            None,
+            7,
+        ],
+    )
+    def test_an_unknown_or_malformed_id_reads_nothing(self, ci_bot: Any, request_id: Any) -> None:
+        pending(ci_bot.agent)
+        assert selectors.request_for_card(request_id) is None
+
+    def test_the_team_roles_are_every_member_with_their_role(self, alice: Any, bob: Any, carol: Any) -> None:
+        from approvals.models import Membership
+
+        team_id = Membership.objects.get(user=alice).team_id
+        expected = dict(Membership.objects.filter(team_id=team_id).values_list("user_id", "role"))
+        assert selectors.team_roles(team_id) == expected
+        assert set(expected.values()) == {"approver", "viewer", "admin"}
