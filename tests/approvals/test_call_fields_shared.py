@@ -49,7 +49,8 @@ class SharedFieldsTests:
         for call, field in CALLS:
             kind, found = outcome(call)
             if field:
-                assert kind == "invalid" and found.startswith(f"{field}:") or f"; {field}:" in found, (call, found)
+                named = found.startswith(f"{field}:") or f"; {field}:" in found
+                assert kind == "invalid" and named, (call, found)
             else:
                 assert kind == "valid" and found["tool_input"] == call["tool_input"], (call, found)
 
