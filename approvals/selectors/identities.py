@@ -20,10 +20,15 @@ from approvals.models import (
     Team,
     TeamSettings,
 )
+from approvals.selectors.written import JoinedRead
 
 
 def agent_by_token_hash(digest: str) -> Agent | None:
-    return Agent.objects.select_related("team").filter(token_hash=digest, revoked_at__isnull=True).first()
+    """The live agent a token's digest names, with its team: read on every call an agent makes."""
+    return _AGENT_BY_TOKEN.first(digest)
+
+
+_AGENT_BY_TOKEN = JoinedRead(Agent, relations=("team",), match=("token_hash",), also="t0.revoked_at IS NULL")
 
 
 def personal_token_by_hash(digest: str) -> PersonalToken | None:

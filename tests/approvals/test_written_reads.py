@@ -1,9 +1,10 @@
-"""The card's written-out read returns what the ORM's `select_related` read returns.
+"""The written-out reads return what the ORM's `select_related` reads return.
 
-`relay.selectors.request_for_card` is on the path of every call (each process with a
-dashboard open reads each announced request once), so it is a statement written out
-from the models' fields instead of a query compiled per call. These tests hold it to
-the ORM's answer, field by field and type by type, on SQLite and PostgreSQL.
+The reads on the path of every call (`approvals.selectors.written`): the agent a bearer
+token names, and the card each process with a dashboard open reads for each announced
+request. Each is a statement written out once per process from the models' fields
+instead of a query compiled per call; these tests hold each to the ORM's answer, field
+by field and type by type, on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Any
 import pytest
 from django.db.models import Model
 
+from approvals import selectors as approvals_selectors
 from approvals import services
-from approvals.models import PermissionRequest, RequestState
+from approvals.models import Agent, PermissionRequest, RequestState
 from relay import selectors
 from tests.relay.wsclient import ask_call
 
@@ -92,3 +94,20 @@ class CardReadTests:
         expected = dict(Membership.objects.filter(team_id=team_id).values_list("user_id", "role"))
         assert selectors.team_roles(team_id) == expected
         assert set(expected.values()) == {"approver", "viewer", "admin"}
+
+
+class AgentByTokenTests:
+    def test_a_live_agent_reads_with_its_team_as_the_orm_reads_it(self, ci_bot: Any) -> None:
+        digest = services.token_hash(ci_bot.token)
+        written = approvals_selectors.agent_by_token_hash(digest)
+        orm = Agent.objects.select_related("team").get(token_hash=digest)
+        assert written is not None
+        assert fields_of(written) == fields_of(orm)
+        assert fields_of(written.team) == fields_of(orm.team)
+
+    def test_a_revoked_agent_or_an_unknown_digest_reads_nothing(self, ci_bot: Any, other_bot: Any) -> None:
+        services.agent_revoke(agent=other_bot.agent)
+        assert approvals_selectors.agent_by_token_hash(services.token_hash(other_bot.token)) is None
+        assert approvals_selectors.agent_by_token_hash(services.token_hash("gh_not_a_token")) is None
+        assert approvals_selectors.agent_by_token_hash("") is None
+        assert approvals_selectors.agent_by_token_hash(services.token_hash(ci_bot.token)) is not None
