@@ -24,6 +24,7 @@ class Socket:
     ws: ClientConnection
     frames: asyncio.Queue[tuple[float, dict[str, Any]]] = field(default_factory=asyncio.Queue)
     reader: asyncio.Task[None] | None = None
+    ended: asyncio.Event = field(default_factory=asyncio.Event)  # the connection is gone (see `close_code`)
 
     def start(self) -> None:
         self.reader = asyncio.ensure_future(self._read())
@@ -34,6 +35,12 @@ class Socket:
                 self.frames.put_nowait((time.perf_counter(), json.loads(message)))
         except Exception:  # closed: the waiter times out and reports it
             return
+        finally:
+            self.ended.set()
+
+    @property
+    def close_code(self) -> int | None:
+        return self.ws.close_code
 
     async def send(self, frame: dict[str, Any]) -> None:
         await self.ws.send(json.dumps(frame))

@@ -174,6 +174,11 @@ async def dashboard_reader(sock: Any, soak: Soak, stop: asyncio.Event) -> None:
         try:
             _, frame = await asyncio.wait_for(sock.frames.get(), 0.5)
         except TimeoutError:
+            if sock.ended.is_set() and sock.frames.empty() and not stop.is_set():
+                # A dashboard the server closed misses every push after it: the soak's
+                # dashboards do not reconnect, so that is an error, not a quiet socket.
+                soak.error(f"dashboard closed by the server (code {sock.close_code})")
+                return
             continue
         soak.dashboard_frames += 1
         if frame.get("type") == "error":
