@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from approvals.audit_search import search_text
 from approvals.models import AuditCut, AuditKind, AuditSearch, Decision, PermissionRequest
+from approvals.written import WrittenInsert
 
 log = logging.getLogger(__name__)
 
@@ -267,13 +268,17 @@ def append_decision(
     decision.prev_hash = chain_head()
     decision.hash = payload_hash(decision.prev_hash, payload)
     try:
-        decision.save(force_insert=True)
+        _DECISION_INSERT.insert(decision)
     except IntegrityError as exc:
         log.error("audit insert refused for request %s: %s", request.pk, exc)
         raise
     _index_for_search(decision, request)
     if kind == AuditKind.DECISION:
-        PermissionRequest.objects.filter(pk=request.pk).update(decision=decision)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE approvals_permissionrequest SET decision_id = %s WHERE id = %s",
+                [decision.pk, PermissionRequest._meta.pk.get_db_prep_value(request.pk, connection)],
+            )
         request.decision = decision
     return decision
 
@@ -281,4 +286,10 @@ def append_decision(
 def _index_for_search(decision: Decision, request: PermissionRequest) -> None:
     """The row's search text, in the audit row's transaction (see approvals.audit_search)."""
     text = search_text(request.tool_name, request.tool_input, message=decision.message, rule=decision.rule)
-    AuditSearch.objects.create(decision=decision, text=text)
+    _SEARCH_INSERT.insert(AuditSearch(decision=decision, text=text))
+
+
+# The audit log's inserts, on every decision's path: written out once per process
+# (approvals.written); `Decision.save` refuses updates, and these only insert.
+_DECISION_INSERT = WrittenInsert(Decision)
+_SEARCH_INSERT = WrittenInsert(AuditSearch)

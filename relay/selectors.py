@@ -9,7 +9,7 @@ from django.db import connection
 
 from approvals import services
 from approvals.models import Agent, PermissionRequest, PersonalToken
-from approvals.selectors.written import JoinedRead
+from approvals.written import JoinedRead
 
 
 def token_is_revoked(token: str) -> bool:
@@ -45,7 +45,7 @@ def request_for_card(request_id: Any) -> PermissionRequest | None:
 
     Every process with a dashboard open reads each announced request once, so this is
     on the path of every call: a statement written out once per process
-    (`approvals.selectors.written`) returns what `select_related("agent", "team",
+    (`approvals.written`) returns what `select_related("agent", "team",
     "decision")` returns, without compiling that query for every call.
     """
     request_uuid = request_id if isinstance(request_id, uuid.UUID) else parse_request_id(request_id)

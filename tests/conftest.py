@@ -242,7 +242,7 @@ DB_ENGINE_SUITES = (
     "tests/approvals/test_rules_cache.py",
     "tests/approvals/test_submit_statements.py",
     "tests/approvals/test_what_if.py",
-    "tests/approvals/test_written_reads.py",
+    "tests/approvals/test_written.py",
     "tests/approvals/test_waiting.py",
     "tests/relay/test_claims.py",
     "tests/relay/test_deadlines.py",

@@ -20,7 +20,7 @@ from approvals.models import (
     Team,
     TeamSettings,
 )
-from approvals.selectors.written import JoinedRead
+from approvals.written import JoinedRead
 
 
 def agent_by_token_hash(digest: str) -> Agent | None:

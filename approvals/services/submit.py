@@ -38,6 +38,7 @@ from approvals.models import (
 from approvals.quorum import Requirement, RuleQuorum
 from approvals.rule_cache import compiled_rules_for, quorum_rules_for
 from approvals.services.outcomes import AUDIT_UNAVAILABLE, AuditUnavailable, SubmitResult, ToolUseIdReused
+from approvals.written import WrittenInsert
 from policy.tools import canonical_rule_tool
 
 log = logging.getLogger(__name__)
@@ -325,6 +326,10 @@ def _evaluation(
     }
 
 
+# The one insert of a request, on every call's path (see approvals.written).
+_REQUEST_INSERT = WrittenInsert(PermissionRequest)
+
+
 def _store_submission(
     agent: Agent,
     request: PermissionRequest,
@@ -337,13 +342,13 @@ def _store_submission(
         if request.session_id and verdict.denial_state != (saved_denials or {}):
             _save_denial_state(agent, request.session_id, verdict.denial_state)
         if verdict.behavior == "ask":
-            request.save(force_insert=True)
+            _REQUEST_INSERT.insert(request)
             events.announce_created(request)
             return SubmitResult(request, None, created=True)
         request.state = RequestState.DECIDED
         request.decided_at = now
         request.version = 1
-        request.save(force_insert=True)
+        _REQUEST_INSERT.insert(request)
         decision = append_decision(
             request,
             behavior=verdict.behavior,

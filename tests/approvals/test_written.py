@@ -1,6 +1,6 @@
 """The written-out reads return what the ORM's `select_related` reads return.
 
-The reads on the path of every call (`approvals.selectors.written`): the agent a bearer
+The reads on the path of every call (`approvals.written`): the agent a bearer
 token names, and the card each process with a dashboard open reads for each announced
 request. Each is a statement written out once per process from the models' fields
 instead of a query compiled per call; these tests hold each to the ORM's answer, field
@@ -9,6 +9,7 @@ by field and type by type, on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import enum
 import uuid
 from typing import Any
 
@@ -111,3 +112,48 @@ class AgentByTokenTests:
         assert approvals_selectors.agent_by_token_hash(services.token_hash("gh_not_a_token")) is None
         assert approvals_selectors.agent_by_token_hash("") is None
         assert approvals_selectors.agent_by_token_hash(services.token_hash(ci_bot.token)) is not None
+
+
+def stored_as_held(instance: Model) -> None:
+    """The row the insert wrote, read back by the ORM, is the instance as held in memory
+    (a choice held as its enum member reads back as its text, as after any save)."""
+    stored = type(instance).objects.get(pk=instance.pk)
+    held = [(name, value, str if isinstance(value, enum.Enum) else kind) for name, value, kind in fields_of(instance)]
+    assert fields_of(stored) == held
+
+
+class WrittenInsertTests:
+    def test_an_ask_is_stored_as_the_orm_stores_the_same_request(self, ci_bot: Any) -> None:
+        request = pending(ci_bot.agent, tool_use_id="toolu_insert_1", additional_directories=["/srv/a"])
+        stored_as_held(request)
+        twin = PermissionRequest(
+            **{f.attname: getattr(request, f.attname) for f in PermissionRequest._meta.concrete_fields}
+        )
+        twin.id, twin.tool_use_id = uuid.uuid4(), "toolu_insert_2"
+        twin.save(force_insert=True)
+        skip = {"id", "tool_use_id", "created_at"}
+        assert [f for f in fields_of(orm_read(twin.pk)) if f[0] not in skip] == [
+            f for f in fields_of(orm_read(request.pk)) if f[0] not in skip
+        ]
+
+    def test_a_call_decided_at_submit_stores_its_request_audit_row_and_search_text(self, ci_bot: Any) -> None:
+        from approvals.audit import verify_chain
+        from approvals.models import AuditSearch
+
+        team = ci_bot.agent.team
+        services.rule_create(rule="Bash(git status)", behavior="allow", source="projectSettings", team=team)
+        call = {"tool_name": "Bash", "tool_input": {"command": "git status"}, "session_id": "s3", "cwd": "/tmp/proj"}
+        result = services.request_submit(agent=ci_bot.agent, call=call)
+        assert result.decision is not None and result.decision.pk is not None
+        stored_as_held(result.request)
+        stored_as_held(result.decision)
+        assert orm_read(result.request.pk).decision_id == result.decision.pk
+        assert "git status" in AuditSearch.objects.get(decision_id=result.decision.pk).text
+        assert list(verify_chain()) == []
+
+    def test_an_instance_already_saved_is_refused(self, ci_bot: Any) -> None:
+        from approvals.written import WrittenInsert
+
+        request = pending(ci_bot.agent)
+        with pytest.raises(ValueError, match="already saved"):
+            WrittenInsert(PermissionRequest).insert(request)
