@@ -29,12 +29,12 @@ from bench.stats import Figure, Row, ratio, summary_ms
 TITLE2 = "Auto-decided request over HTTP (Daphne)"
 TITLE3 = "Server choice: Uvicorn vs Daphne"
 BOTTLENECK = (
-    "CPU, then round trips: an auto-decided submit costs 2.4-3x the no-op's server CPU "
-    "(4.1-5.7x before issue 22's changes), so one process is CPU-bound at 16 "
-    "connections; what is left is the ORM-built writes (request, audit row, search row, the "
-    "request naming it: ~1 ms), the doorbell's hop to the event loop and Redis, DRF validation "
-    "of the call, and 8 statements plus the commit after the token (the no-op: the token); the "
-    "engine is ~0.1 ms (docs/PERFORMANCE.md, Issue 22)"
+    "CPU, then round trips: an auto-decided submit costs 2.5-4.7x the no-op's server CPU with "
+    "20 dashboards open, so one process is CPU-bound at 16 connections. The statements every "
+    "call makes are written out (token, inserts, the dashboards' card); what is left is "
+    "Django's and DRF's request cycle around the door that waits (four thread hops against "
+    "the no-op's two), 8 statements plus the commit after the token, the doorbell, and a "
+    "WebSocket frame per open dashboard; the engine is ~0.1 ms (docs/PERFORMANCE.md, Issue 22)"
 )
 BOTTLENECK3 = (
     "neither server is the bottleneck: both spend their time in the same Django/database work, "
