@@ -255,6 +255,9 @@ def verdict(soak: Soak) -> dict[str, Any]:
         "errors": errors,
         "asks_decided": soak.asks_decided,
         "dashboard_frames": soak.dashboard_frames,
+        # Each call reaches every dashboard as one frame (two for an ask): fewer means
+        # pushes were lost on the way (a full channel drops a doorbell) or came too late.
+        "dashboard_frames_per_call": round(soak.dashboard_frames / max(1, sum(w.calls for w in soak.windows)), 2),
         "p50_ms": _ms(sorted(v for w in windows for v in w.latencies), 50),
         "p99_ms": round(p99(windows), 1),
         "auto_p50_ms": _ms(auto, 50),
