@@ -117,7 +117,7 @@ class AgentByTokenTests:
 def stored_as_held(instance: Model) -> None:
     """The row the insert wrote, read back by the ORM, is the instance as held in memory
     (a choice held as its enum member reads back as its text, as after any save)."""
-    stored = type(instance).objects.get(pk=instance.pk)
+    stored = type(instance)._default_manager.get(pk=instance.pk)
     held = [(name, value, str if isinstance(value, enum.Enum) else kind) for name, value, kind in fields_of(instance)]
     assert fields_of(stored) == held
 
