@@ -38,14 +38,15 @@ class _Part:
 
     model: type[Model]
     start: int
-    fields: tuple[Any, ...]
+    names: list[str]  # the fields' attnames, in column order
+    pk_at: int  # where the primary key is among them
     relation: ForeignKey[Any, Any] | None  # the base model's field that joins it; None for the base
 
     def instance(self, row: Sequence[Any]) -> Model | None:
-        values = row[self.start : self.start + len(self.fields)]
-        if values[self.fields.index(self.model._meta.pk)] is None:
+        values = row[self.start : self.start + len(self.names)]
+        if values[self.pk_at] is None:
             return None  # a LEFT JOIN that found nothing
-        return self.model.from_db(connection.alias, [f.attname for f in self.fields], values)
+        return self.model.from_db(connection.alias, self.names, values)
 
 
 class _Statement:
@@ -60,8 +61,9 @@ class _Statement:
         for n, relation in enumerate([None, *relations]):
             field: ForeignKey[Any, Any] | None = model._meta.get_field(relation) if relation else None  # type: ignore[assignment]
             part_model: type[Model] = field.related_model if field is not None else model  # type: ignore[assignment]
-            fields = tuple(part_model._meta.concrete_fields)
-            self.parts.append(_Part(part_model, len(columns), fields, field))
+            fields = part_model._meta.concrete_fields
+            names = [f.attname for f in fields]
+            self.parts.append(_Part(part_model, len(columns), names, fields.index(part_model._meta.pk), field))
             columns += [f"t{n}.{quote(f.column)}" for f in fields]
             cols += [f.get_col(part_model._meta.db_table) for f in fields]
             if field is not None:

@@ -40,6 +40,9 @@ def agent_request_with_decision(agent_id: int, request_id: uuid.UUID) -> Permiss
     return PermissionRequest.objects.select_related("decision").filter(pk=request_id, agent_id=agent_id).first()
 
 
+_CARD = JoinedRead(PermissionRequest, relations=("agent", "team", "decision"), match=("id",))
+
+
 def request_for_card(request_id: Any) -> PermissionRequest | None:
     """The request with its agent, team and (once decided) decision, in one statement.
 
@@ -52,9 +55,6 @@ def request_for_card(request_id: Any) -> PermissionRequest | None:
     if request_uuid is None:
         return None
     return _CARD.first(request_uuid)
-
-
-_CARD = JoinedRead(PermissionRequest, relations=("agent", "team", "decision"), match=("id",))
 
 
 def team_roles(team_id: int) -> dict[int, str]:

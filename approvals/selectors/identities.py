@@ -22,13 +22,12 @@ from approvals.models import (
 )
 from approvals.written import JoinedRead
 
+_AGENT_BY_TOKEN = JoinedRead(Agent, relations=("team",), match=("token_hash",), also="t0.revoked_at IS NULL")
+
 
 def agent_by_token_hash(digest: str) -> Agent | None:
     """The live agent a token's digest names, with its team: read on every call an agent makes."""
     return _AGENT_BY_TOKEN.first(digest)
-
-
-_AGENT_BY_TOKEN = JoinedRead(Agent, relations=("team",), match=("token_hash",), also="t0.revoked_at IS NULL")
 
 
 def personal_token_by_hash(digest: str) -> PersonalToken | None:
