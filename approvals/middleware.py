@@ -51,9 +51,18 @@ class ReleaseConnectionsMiddleware:
         try:
             return self.get_response(request)
         finally:
-            for conn in connections.all(initialized_only=True):
-                if not conn.in_atomic_block:
-                    conn.close_if_unusable_or_obsolete()
+            release_connections()
+
+
+def release_connections() -> None:
+    """Give this thread's database connections back (to the pool, on PostgreSQL).
+
+    Also called by a view before it waits for a decision, so a waiting request holds no
+    connection. A connection inside an atomic block is left alone.
+    """
+    for conn in connections.all(initialized_only=True):
+        if not conn.in_atomic_block:
+            conn.close_if_unusable_or_obsolete()
 
 
 # `static/time.js` sets this cookie to the browser's IANA zone ("Europe/Paris").

@@ -1,4 +1,4 @@
-"""Wait for a request's outcome without holding a thread: the long-poll behind `?wait=`.
+"""Wait for a request's outcome on the event loop: the long-poll behind `?wait=`.
 
 Subscribe first, then read the database, then wait for the doorbell: a decision that
 commits between the read and the subscribe is never missed, and one that arrives on

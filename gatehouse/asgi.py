@@ -3,7 +3,7 @@
 import os
 from typing import Any
 
-from django.core.asgi import get_asgi_application
+from gatehouse.handler import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gatehouse.settings")
 django_asgi_app = get_asgi_application()

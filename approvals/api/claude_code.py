@@ -23,8 +23,11 @@ a deadline is the server's to decide, and it denies). Without
 `?wait` the endpoint waits up to `GATEHOUSE_HOOK_WAIT` (default: the ask deadline) and
 then applies `on_timeout` (default deny), which is what a plain curl hook needs.
 
-This is a plain async Django view rather than a DRF APIView: the wait must not hold a
-worker thread, and DRF views are synchronous.
+This is a plain Django view rather than a DRF APIView: its errors are hook output, not
+DRF's. Like every view it runs on the request's own worker thread; a call the server
+decides is answered from there, and only an ask that waits goes to the event loop
+(`approvals.waiting`, through `async_to_sync`), with the thread's database connection
+given back first.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from channels.db import database_sync_to_async
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError
@@ -50,6 +53,7 @@ from approvals.api.errors import DATABASE_UNAVAILABLE
 from approvals.audit import input_hash
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
 from approvals.calls import CallInvalid, parse_call, parse_call_context
+from approvals.middleware import release_connections
 from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState
 from approvals.waiting import wait_for_decision
 from policy.facts import FactsError, facts_to_dict, parse_facts
@@ -512,7 +516,6 @@ def _error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}}, status=status)
 
 
-@database_sync_to_async
 def _agent_for(header: str) -> Agent | bool | None:
     token = bearer_token(header)
     principal = authenticate_token(token) if token else None
@@ -532,12 +535,12 @@ def _event_of(request: HttpRequest) -> str:
 
 
 @csrf_exempt
-async def claude_code_hook(request: HttpRequest) -> JsonResponse:
+def claude_code_hook(request: HttpRequest) -> JsonResponse:
     """Answer one Claude Code hook event with the JSON Claude Code expects on stdout."""
     if request.method != "POST":
         return _error(405, "method_not_allowed", "POST Claude Code's hook input JSON to this URL.")
     try:
-        agent = await _agent_for(request.headers.get("Authorization", ""))
+        agent = _agent_for(request.headers.get("Authorization", ""))
     except DatabaseError:
         # Fail closed even before we know who asks: a deny Claude Code honours, not a 500.
         log.exception("claude-code hook: database unavailable")
@@ -551,7 +554,7 @@ async def claude_code_hook(request: HttpRequest) -> JsonResponse:
         raw = request.body
     except RequestDataTooBig:
         return _error(413, "too_large", f"The body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.")
-    response = await _answer(agent, request, raw)
+    response = _answer(agent, request, raw)
     # Binds the answer to the exact call it answers (its tool_use_id, tool name and input
     # are in the body): the hook refuses an answer for anything else.
     response[ANSWER_HEADER] = answer_binding(raw)
@@ -563,7 +566,7 @@ def answer_binding(raw: bytes) -> str:
     return "sha256=" + hashlib.sha256(raw).hexdigest()
 
 
-async def _answer(agent: Agent, request: HttpRequest, raw: bytes) -> JsonResponse:
+def _answer(agent: Agent, request: HttpRequest, raw: bytes) -> JsonResponse:
     try:
         options = parse_options(request.GET)
         call = parse_hook_input(strict_json.loads(raw or b"null"))
@@ -573,17 +576,17 @@ async def _answer(agent: Agent, request: HttpRequest, raw: bytes) -> JsonRespons
     if call is None:
         return JsonResponse({})
     if call.event in RECORDING_EVENTS:
-        await database_sync_to_async(record_result)(agent, call)
+        record_result(agent, call)
         return JsonResponse({})
     if options.withdraw:
-        await database_sync_to_async(withdraw_call)(agent, call)
+        withdraw_call(agent, call)
         return JsonResponse({})
-    return await _decide(agent, call, options)
+    return _decide(agent, call, options)
 
 
-async def _decide(agent: Agent, call: HookCall, options: HookOptions) -> JsonResponse:
+def _decide(agent: Agent, call: HookCall, options: HookOptions) -> JsonResponse:
     try:
-        outcome = await database_sync_to_async(open_call)(agent, call, options)
+        outcome = open_call(agent, call, options)
         request = outcome.request
         if outcome.decision is not None or request is None or request.state != RequestState.PENDING:
             return JsonResponse(render(call.event, outcome))
@@ -591,8 +594,9 @@ async def _decide(agent: Agent, call: HookCall, options: HookOptions) -> JsonRes
             return JsonResponse(_pre_tool_use("ask", "Gatehouse asks: approve here or from the Gatehouse queue."))
         wait, on_timeout = wait_seconds(request, options)
         if wait > 0:
-            await wait_for_decision(request.pk, wait)
-        outcome = await database_sync_to_async(settle)(request, on_timeout, call.event)
+            release_connections()
+            async_to_sync(wait_for_decision)(request.pk, wait)
+        outcome = settle(request, on_timeout, call.event)
         if outcome.decision is None and not outcome.hand_to_claude and not outcome.deferred:
             return JsonResponse(pending_body(request), status=202)
         return JsonResponse(render(call.event, outcome))

@@ -1,9 +1,11 @@
-"""Async front doors for the endpoints that can wait (`?wait=`) for a decision.
+"""The door of the endpoints that can wait (`?wait=`) for a decision.
 
-Under ASGI Django runs every sync view on one shared thread, so a sync view that waited
-for a human would freeze every other sync request on the server. These views run the
-quick sync part (DRF parsing, auth, validation, the service call) through
-`sync_to_async`, then wait on the channel layer without holding any thread.
+The view is sync, like every other: DRF parses, authenticates, validates and calls the
+service on the request's own worker thread (Django gives each request one), and a call
+that is decided, or not asked to wait, is answered from there without crossing to the
+event loop. Only a pending request asked to wait goes to the loop, through
+`async_to_sync`, to wait on the channel layer (`approvals.waiting`); its thread is held
+for the wait, as Django holds a request's thread while any view of its runs.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
-from channels.db import database_sync_to_async
+from asgiref.sync import async_to_sync
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.response import Response
@@ -22,11 +23,12 @@ from rest_framework.views import APIView
 from approvals import selectors
 from approvals.api.errors import error_body
 from approvals.api.shapes import request_output
+from approvals.middleware import release_connections
 from approvals.waiting import wait_for_decision
 
 
 class PendingResponse(Response):
-    """A 202 for a pending request; the async door may wait `wait` seconds and answer 200."""
+    """A 202 for a pending request; the door may wait `wait` seconds and answer 200."""
 
     def __init__(self, data: dict[str, Any], *, request_id: uuid.UUID, wait: float) -> None:
         super().__init__(data, status=202)
@@ -34,15 +36,6 @@ class PendingResponse(Response):
         self.wait = wait
 
 
-def _call(view: Callable[..., HttpResponse], request: HttpRequest, kwargs: dict[str, Any]) -> HttpResponse:
-    response = view(request, **kwargs)
-    render = getattr(response, "render", None)
-    if callable(render):
-        render()  # render here, on the sync thread, with the view's renderer
-    return response
-
-
-@database_sync_to_async
 def _decided_payload(request_id: uuid.UUID) -> dict[str, Any] | None:
     request = selectors.request_get(request_id)
     if request is None:
@@ -56,7 +49,7 @@ def _decided_payload(request_id: uuid.UUID) -> dict[str, Any] | None:
 def api_route(
     methods: dict[str, type[APIView]], schema_view: type[APIView] | None = None
 ) -> Callable[..., HttpResponse]:
-    """One URL, one APIView per method, behind an async door that waits on a PendingResponse.
+    """One URL, one APIView per method, behind a door that waits on a PendingResponse.
 
     - The style keeps one view per operation; several operations share a URL here.
     - `schema_view` is what drf-spectacular documents for the URL (default: the only view).
@@ -65,7 +58,7 @@ def api_route(
         (schema_view,) = methods.values()
     views = {method.upper(): cls.as_view() for method, cls in methods.items()}
 
-    async def view(request: HttpRequest, **kwargs: Any) -> HttpResponse:
+    def view(request: HttpRequest, **kwargs: Any) -> HttpResponse:
         target = views.get(request.method or "")
         if target is None:
             allowed = ", ".join(sorted(views))
@@ -75,11 +68,12 @@ def api_route(
             )
             refusal["Allow"] = allowed
             return refusal
-        response = await sync_to_async(_call)(target, request, kwargs)
+        response = target(request, **kwargs)
         if isinstance(response, PendingResponse) and response.wait > 0:
-            decision = await wait_for_decision(response.request_id, response.wait)
+            release_connections()
+            decision = async_to_sync(wait_for_decision)(response.request_id, response.wait)
             if decision is not None:
-                payload = await _decided_payload(response.request_id)
+                payload = _decided_payload(response.request_id)
                 if payload is not None:
                     return JsonResponse(payload, status=200)
         return response
@@ -87,5 +81,4 @@ def api_route(
     # drf-spectacular finds API views through these attributes of the URL's callback.
     view.cls = schema_view  # type: ignore[attr-defined]
     view.initkwargs = {}  # type: ignore[attr-defined]
-    # Django's URL resolver takes async views; its type stubs only describe sync ones.
-    return csrf_exempt(view)  # type: ignore[return-value]
+    return csrf_exempt(view)

@@ -62,7 +62,7 @@ def audit_unavailable() -> Response:
 
 
 def request_response(request: PermissionRequest, decision: Decision | None, *, wait: float = 0) -> Response:
-    """200 with the decision, or a 202 the async door may turn into a 200 by waiting."""
+    """200 with the decision, or a 202 the door may turn into a 200 by waiting."""
     payload = request_output(selectors.request_payload(request, decision))
     if decision is None:
         return PendingResponse(payload, request_id=request.pk, wait=wait)
@@ -171,7 +171,7 @@ class PermissionRequestCollectionApi(PermissionRequestListApi, PermissionRequest
     """Only what drf-spectacular documents for the collection URL; requests never reach it.
 
     The collection URL serves two operations (list, submit) whose views are kept apart;
-    the async door in `longpoll.py` dispatches between them by method.
+    the door in `longpoll.py` dispatches between them by method.
     """
 
 

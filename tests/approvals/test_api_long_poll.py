@@ -142,3 +142,53 @@ class LongPollTests:
             response = http.post(URL, content=iter([body[:10], body[10:]]), headers=headers)
         assert response.status_code == 202, response.text
         assert response.json()["tool_use_id"] == "chunky"
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db(transaction=True)
+def test_waiting_agents_hold_no_database_connection(ci_bot: Any, alice: Any) -> None:
+    """More agents wait (REST and the hook) than the pool has connections; the server still answers.
+
+    A waiting request keeps its own worker thread but gives its connection back to the
+    pool before it waits: were it held, the third waiter would find the pool of two
+    empty and everything after it would fail after the pool's timeout.
+    """
+    from tests.e2e.claude_code.hookrun import hook_input
+
+    waiters = 3
+    alice_token = services.personal_token_create(user=alice)
+    with (
+        live_server(DB_POOL_MIN="1", DB_POOL_MAX="2", DB_POOL_TIMEOUT="3") as srv,
+        ThreadPoolExecutor(max_workers=2 * waiters) as pool,
+        httpx.Client(base_url=srv.url, timeout=60) as http,
+    ):
+        rest = [
+            pool.submit(
+                http.post, f"{URL}?wait=30", json={**ASK_CALL, "tool_use_id": f"pool{i}"}, headers=bearer(ci_bot.token)
+            )
+            for i in range(waiters)
+        ]
+        inputs = [hook_input("PreToolUse", f"rm -rf build{i}") for i in range(waiters)]
+        hooks = [
+            pool.submit(http.post, "/hooks/claude-code?wait=30", json=body, headers=bearer(ci_bot.token))
+            for body in inputs
+        ]
+        for i in range(waiters):
+            wait_for_request(f"pool{i}")
+            wait_for_request(inputs[i]["tool_use_id"])
+        health = [http.get("/api/v1/health", headers=bearer(ci_bot.token)).status_code for _ in range(3)]
+        submitted = http.post(f"{URL}", json={**ASK_CALL, "tool_use_id": "pool-late"}, headers=bearer(ci_bot.token))
+        denials = [
+            http.post(
+                f"{URL}/{request.pk}/decision", json={"behavior": "deny"}, headers=bearer(alice_token)
+            ).status_code
+            for request in PermissionRequest.objects.filter(state="pending")
+        ]
+        rest_statuses = [future.result(timeout=30).status_code for future in rest]
+        hook_answers = [future.result(timeout=30).json() for future in hooks]
+    assert health == [200, 200, 200]
+    assert submitted.status_code == 202, submitted.text
+    assert denials == [200] * (2 * waiters + 1)
+    assert rest_statuses == [200] * waiters
+    decisions = [answer["hookSpecificOutput"]["permissionDecision"] for answer in hook_answers]
+    assert decisions == ["deny"] * waiters, hook_answers
