@@ -17,8 +17,9 @@ import contextlib
 import json
 import os
 import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +30,13 @@ from bench.stats import Figure, Row, ratio, summary_ms
 TITLE2 = "Auto-decided request over HTTP (Daphne)"
 TITLE3 = "Server choice: Uvicorn vs Daphne"
 BOTTLENECK = (
-    "CPU, then round trips: an auto-decided submit costs 2.5-4.7x the no-op's server CPU with "
-    "20 dashboards open, so one process is CPU-bound at 16 connections. The statements every "
-    "call makes are written out (token, inserts, the dashboards' card); what is left is "
-    "Django's and DRF's request cycle around the door that waits (four thread hops against "
-    "the no-op's two), 8 statements plus the commit after the token, the doorbell, and a "
-    "WebSocket frame per open dashboard; the engine is ~0.1 ms (docs/PERFORMANCE.md, Issue 22)"
+    "the dashboards, then round trips: without a dashboard open an auto-decided submit costs "
+    "about 2.9x the no-op's CPU; the 20 open dashboards add 6-9 ms per call (one card to each, "
+    "through its inbox, Channels' dispatch, JSON, Daphne's framing and a TCP send), about half "
+    "of the total. Gathering the cards of calls decided at submit into one frame per tick was "
+    "measured and not kept (no CPU saved, a worse p99). The rest: 8 statements plus the "
+    "commit after the token, the doorbell's two group sends; the engine is ~0.1 ms, and each "
+    "request now crosses between the event loop and its thread once (docs/PERFORMANCE.md, Issue 22)"
 )
 BOTTLENECK3 = (
     "neither server is the bottleneck: both spend their time in the same Django/database work, "
@@ -93,9 +95,10 @@ def _check_bare(sample: Sample) -> str | None:
 def dashboards_open(ws_url: str, http_url: str, sessions: list[str]) -> Iterator[dict[str, int]]:
     """The team's dashboards, open and reading on a thread of their own while the load runs.
 
-    Yields a counter of the frames they received, read when the block ends.
+    Yields a counter of the frames they received, read when the block ends, and of the
+    decided cards among them.
     """
-    counts = {"frames": 0}
+    counts = {"frames": 0, "decided": 0}
     opened = threading.Event()
     failure: list[BaseException] = []
     loop = asyncio.new_event_loop()
@@ -111,8 +114,10 @@ def dashboards_open(ws_url: str, http_url: str, sessions: list[str]) -> Iterator
 
         async def drain(sock: push.Socket) -> None:
             while True:
-                await sock.frames.get()
+                _, frame = await sock.frames.get()
                 counts["frames"] += 1
+                if frame.get("type") == "request.decided":
+                    counts["decided"] += 1
 
         drains = [asyncio.ensure_future(drain(sock)) for sock in sockets]
         await stop.wait()
@@ -134,6 +139,13 @@ def dashboards_open(ws_url: str, http_url: str, sessions: list[str]) -> Iterator
         thread.join(60)
 
 
+def _cards_arrived(seen: dict[str, int], expected: int, timeout: float = 30.0) -> None:
+    """Wait until the dashboards have read `expected` decided cards (or the timeout passes)."""
+    deadline = time.monotonic() + timeout
+    while seen["decided"] < expected and time.monotonic() < deadline:
+        threading.Event().wait(0.005)
+
+
 def _check_submit(sample: Sample) -> str | None:
     if sample.status != 200:
         return f"submit answered {sample.status}: {sample.body[:200]!r}"
@@ -142,12 +154,21 @@ def _check_submit(sample: Sample) -> str | None:
 
 
 def measure_server(
-    ports: list[int], token: str, per_connection: int, quick: bool, pids: list[int] | None = None
+    ports: list[int],
+    token: str,
+    per_connection: int,
+    quick: bool,
+    pids: list[int] | None = None,
+    settle: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Each level: warm up, then health, submit, health, submit (interleaved against drift).
 
     - `pids`: the server processes, whose CPU time per answered call is reported too.
+    - `settle(n)`: returns once the work the first `n` submits left behind is done (their
+      cards on every dashboard), so its CPU counts to the submits and not to the next
+      load: at 16 connections the dashboards' frames trail the answers.
     """
+    submitted = 0
     factories = _requests(token)
     checks = {"health": _check_health, "bare": _check_bare, "submit": _check_submit}
     rounds = 1 if quick else 2  # interleaved health/submit rounds against drift
@@ -156,6 +177,9 @@ def measure_server(
         # `per_connection` requests per connection (at least 75 at c=1 outside smoke runs).
         total = max(level, per_connection * level, 75 if per_connection > 1 else 0)
         asyncio.run(run_load(ports, level, level * 2, factories["submit"], _check_submit))  # warm-up
+        submitted += level * 2
+        if settle is not None:
+            settle(submitted)
         merged: dict[str, LoadResult] = {name: LoadResult() for name in checks}
         cpu = {name: 0.0 for name in checks}
         for _ in range(rounds):
@@ -164,6 +188,10 @@ def measure_server(
                 # The floor costs a fraction of a clock tick of CPU per call: more calls for it.
                 count = total * 4 if name == "bare" else total
                 got = asyncio.run(run_load(ports, level, count, factories[name], checks[name]))
+                if name == "submit":
+                    submitted += count
+                    if settle is not None:
+                        settle(submitted)
                 cpu[name] += cpu_seconds(pids or []) - cpu_before
                 merged[name].samples += got.samples
                 merged[name].errors += got.errors
@@ -191,7 +219,12 @@ def run(env: Any) -> list[Figure]:
             dashboards_open(server.ws_url, server.url, env.fixtures["sessions"]) as seen,
         ):
             results[kind] = measure_server(
-                [server.port], token, env.pick(1, 3, 12), env.quick or env.smoke, pids=[server.process.pid]
+                [server.port],
+                token,
+                env.pick(1, 3, 12),
+                env.quick or env.smoke,
+                pids=[server.process.pid],
+                settle=lambda n: _cards_arrived(seen, n * len(env.fixtures["sessions"])),
             )
         frames[kind] = seen["frames"]
     fig2 = Figure(2, TITLE2, details={"daphne": results["daphne"], "dashboard_frames": frames})
