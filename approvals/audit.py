@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from approvals.audit_search import search_text
 from approvals.models import AuditCut, AuditKind, AuditSearch, Decision, PermissionRequest
-from approvals.written import WrittenInsert
+from approvals.written import WrittenInsert, WrittenUpdate
 
 log = logging.getLogger(__name__)
 
@@ -274,11 +274,7 @@ def append_decision(
         raise
     _index_for_search(decision, request)
     if kind == AuditKind.DECISION:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE approvals_permissionrequest SET decision_id = %s WHERE id = %s",
-                [decision.pk, PermissionRequest._meta.pk.get_db_prep_value(request.pk, connection)],
-            )
+        _REQUEST_NAMES_DECISION.update(request.pk, decision.pk)
         request.decision = decision
     return decision
 
@@ -289,7 +285,8 @@ def _index_for_search(decision: Decision, request: PermissionRequest) -> None:
     _SEARCH_INSERT.insert(AuditSearch(decision=decision, text=text))
 
 
-# The audit log's inserts, on every decision's path: written out once per process
+# The audit log's statements, on every decision's path: written out once per process
 # (approvals.written); `Decision.save` refuses updates, and these only insert.
 _DECISION_INSERT = WrittenInsert(Decision)
 _SEARCH_INSERT = WrittenInsert(AuditSearch)
+_REQUEST_NAMES_DECISION = WrittenUpdate(PermissionRequest, "decision")

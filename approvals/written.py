@@ -14,6 +14,8 @@ database engine from the models' own `_meta`, so they follow a migration unedite
 - `WrittenInsert`: a call's request, its audit row and the row's search text. Each
   value is what the ORM would send (`Field.pre_save`, then `get_db_prep_save`), and the
   instance ends as `save(force_insert=True)` leaves it (its id set, no longer adding).
+- `WrittenUpdate`: one column of one row by primary key (the request naming its audit
+  row), the values prepared as the ORM prepares them.
 
 `tests/approvals/test_written.py` holds each to the ORM, field by field, on SQLite and
 PostgreSQL.
@@ -162,3 +164,27 @@ class WrittenInsert:
                 setattr(instance, auto.attname, new_id)
         instance._state.adding = False
         instance._state.db = connection.alias
+
+
+class WrittenUpdate:
+    """Set one field of one row, found by primary key, by a statement written out once per engine."""
+
+    def __init__(self, model: type[Model], field: str) -> None:
+        self.model = model
+        self.field: Field[Any, Any] = model._meta.get_field(field)  # type: ignore[assignment]
+        self._statements: dict[str, str] = {}
+
+    def update(self, pk: Any, value: Any) -> None:
+        sql = self._statements.get(connection.vendor)
+        if sql is None:
+            meta, quote = self.model._meta, connection.ops.quote_name
+            sql = self._statements[connection.vendor] = (
+                f"UPDATE {quote(meta.db_table)} SET {quote(str(self.field.column))} = %s"  # noqa: S608
+                f" WHERE {quote(str(meta.pk.column))} = %s"
+            )
+        pk_field = self.model._meta.pk
+        assert pk_field is not None
+        with connection.cursor() as cursor:
+            cursor.execute(
+                sql, [self.field.get_db_prep_save(value, connection), pk_field.get_db_prep_value(pk, connection)]
+            )

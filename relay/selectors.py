@@ -8,7 +8,7 @@ from typing import Any
 from django.db import connection
 
 from approvals import services
-from approvals.models import Agent, PermissionRequest, PersonalToken
+from approvals.models import Agent, Membership, PermissionRequest, PersonalToken
 from approvals.written import JoinedRead
 
 
@@ -59,6 +59,9 @@ def request_for_card(request_id: Any) -> PermissionRequest | None:
 
 def team_roles(team_id: int) -> dict[int, str]:
     """Every member of the team with their role: user id -> "admin" | "approver" | "viewer"."""
+    meta, quote = Membership._meta, connection.ops.quote_name
+    columns = {f.name: quote(str(f.column)) for f in meta.concrete_fields}
+    user, role, team = columns["user"], columns["role"], columns["team"]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT user_id, role FROM approvals_membership WHERE team_id = %s", [team_id])
+        cursor.execute(f"SELECT {user}, {role} FROM {quote(meta.db_table)} WHERE {team} = %s", [team_id])  # noqa: S608
         return {user_id: role for user_id, role in cursor.fetchall()}

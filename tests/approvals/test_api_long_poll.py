@@ -15,6 +15,7 @@ import pytest
 from approvals import services
 from approvals.models import PermissionRequest
 from tests.approvals.conftest import ASK_CALL
+from tests.e2e.claude_code.hookrun import hook_input
 from tests.live import LiveServer, live_server
 
 URL = "/api/v1/permission-requests"
@@ -153,8 +154,6 @@ def test_waiting_agents_hold_no_database_connection(ci_bot: Any, alice: Any) -> 
     pool before it waits: were it held, the third waiter would find the pool of two
     empty and everything after it would fail after the pool's timeout.
     """
-    from tests.e2e.claude_code.hookrun import hook_input
-
     waiters = 3
     alice_token = services.personal_token_create(user=alice)
     with (
