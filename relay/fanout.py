@@ -11,7 +11,7 @@ the 20th wait for 19 renders. Now the first socket to handle an event reads the
 request, its decision and the team's memberships in one worker-thread call and renders
 the card once per role the team has (with the decide form for approvers, without it for
 viewers); the other sockets of the process await that same work and take the variant
-their user's role allows.
+their user's role allows, as a frame JSON-encoded once per variant.
 
 Who sees what is decided as before, per socket and from the database at event time:
 the memberships are read with the card, so a person removed from the team gets nothing
@@ -27,7 +27,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -56,6 +56,9 @@ class PushedCard:
     roles: Mapping[int, str]  # the team's members when the card was read
     html_approver: str  # with the decide form while the request is pending
     html_viewer: str | None  # without it; None when the team had no viewer to show it to
+    # Each frame the sockets send of this card, JSON-encoded by the first of them
+    # (relay.consumers.dashboard.card_frame): per variant and event, not per socket.
+    frames: dict[tuple[Any, ...], str] = field(default_factory=dict, compare=False, repr=False)
 
     def html_for(self, user: Any) -> str | None:
         """The variant `user` may see, or None when the card is not theirs to see."""

@@ -134,11 +134,15 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
             log.exception("%s failed handling event %s", type(self).__name__, message.get("type"))
 
     async def send_json(self, content: dict[str, Any]) -> None:
+        await self.send_text(json.dumps(content, default=str))
+
+    async def send_text(self, frame: str) -> None:
+        """Send one frame already encoded as JSON."""
         if getattr(self, "drained", False):
             # Closed by the drain: work still finishing here (a submit that just
             # committed) reaches the client on its new socket, through resume or replay.
             return
-        await self.send(text_data=json.dumps(content, default=str))
+        await self.send(text_data=frame)
 
     async def send_error(self, code: str, message: str, **extra: Any) -> None:
         await self.send_json({"type": "error", "code": code, "message": message, **extra})

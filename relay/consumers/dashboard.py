@@ -63,6 +63,23 @@ def card_within_limit(request_id: uuid.UUID | str, html: str) -> str:
     )
 
 
+def card_frame(card: fanout.PushedCard, user: Any, frame_type: str, **extra: str | None) -> str | None:
+    """The frame announcing `card` to `user`, or None when the card is not theirs to see.
+
+    Every socket of the process that hears the event sends the same bytes per variant,
+    so the frame is encoded by the first of them and kept on the card.
+    """
+    html = card.html_for(user)
+    if html is None:
+        return None
+    key = (frame_type, html is card.html_approver, *extra.items())
+    frame = card.frames.get(key)
+    if frame is None:
+        content = {"type": frame_type, "id": card.id, "html": card_within_limit(card.id, html), **extra}
+        frame = card.frames[key] = json.dumps(content, default=str)
+    return frame
+
+
 def _snapshot(user: Any) -> list[dict[str, str]]:
     # One query for the teams the user decides in, not one per card.
     approver_of = permissions.team_ids_for(user, role=Role.APPROVER)
@@ -236,38 +253,40 @@ class DashboardConsumer(GatehouseConsumer):
 
     async def request_created(self, event: dict[str, Any]) -> None:
         card = await fanout.CARDS.card(event)
-        html = card.html_for(self.user) if card is not None else None
-        if card is not None and html is not None:
+        frame = card_frame(card, self.user, "request.created") if card is not None else None
+        if card is not None and frame is not None:
             self.shown.add(card.id)
-            await self.send_json({"type": "request.created", "id": card.id, "html": card_within_limit(card.id, html)})
+            await self.send_text(frame)
 
     async def request_updated(self, event: dict[str, Any]) -> None:
         # A quorum vote or a ladder step: the card, re-rendered ("1 of 2 — alice approved").
         card = await fanout.CARDS.card(event)
-        html = card.html_for(self.user) if card is not None else None
-        if card is not None and html is not None:
-            await self.send_json({"type": "request.updated", "id": card.id, "html": card_within_limit(card.id, html)})
+        frame = card_frame(card, self.user, "request.updated") if card is not None else None
+        if frame is not None:
+            await self.send_text(frame)
 
     async def request_finished(self, event: dict[str, Any]) -> None:
         if str(event.get("request_id")) in self.finished_sent:
             return  # already sent, by the re-check or the doorbell
         card = await fanout.CARDS.card(event)
-        html = card.html_for(self.user) if card is not None else None
-        if card is not None and html is not None:
+        frame = (
+            card_frame(
+                card,
+                self.user,
+                event["type"],
+                behavior=event.get("behavior"),
+                decided_by=event.get("decided_by"),
+                surface=event.get("surface"),
+            )
+            if card is not None
+            else None
+        )
+        if card is not None and frame is not None:
             self.shown.discard(card.id)
             if len(self.finished_sent) >= FINISHED_MEMORY:
                 self.finished_sent.clear()
             self.finished_sent.add(card.id)
-            await self.send_json(
-                {
-                    "type": event["type"],
-                    "id": card.id,
-                    "html": card_within_limit(card.id, html),
-                    "behavior": event.get("behavior"),
-                    "decided_by": event.get("decided_by"),
-                    "surface": event.get("surface"),
-                }
-            )
+            await self.send_text(frame)
 
     request_decided = request_finished
     request_cancelled = request_finished

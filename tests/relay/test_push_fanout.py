@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -10,7 +11,8 @@ import redis
 
 from approvals import selectors, services
 from approvals.models import Decision, Membership
-from relay import race
+from relay import fanout, race
+from relay.consumers.dashboard import card_frame
 from tests.live import live_server
 from tests.relay.redis_server import private_redis
 from tests.relay.wsclient import (
@@ -184,3 +186,45 @@ class LostSubscriptionTests:
                         return await receive_until(after, of_type("request.created", id=pending["id"]))
 
             assert "build" in asyncio.run(scenario())["html"]
+
+
+class EncodedOnceTests:
+    """Every socket of a variant sends the same frame, encoded by the first of them."""
+
+    def test_each_variant_is_encoded_once_and_each_user_gets_theirs(
+        self, alice: Any, bob: Any, carol: Any, mallory: Any, ci_bot: Any
+    ) -> None:
+        pending = services.request_submit(agent=ci_bot.agent, call={**ask_call(), "tool_use_id": "toolu_enc"}).request
+        card = fanout.load_card(pending.pk)
+        assert card is not None
+
+        for_alice = card_frame(card, alice, "request.created")
+        for_carol = card_frame(card, carol, "request.created")
+        for_bob = card_frame(card, bob, "request.created")
+        assert for_alice is not None and for_bob is not None
+        assert for_carol is for_alice  # approver and admin share the approver's frame, encoded once
+        assert card_frame(card, alice, "request.created") is for_alice
+        assert for_bob is not for_alice and card_frame(card, bob, "request.created") is for_bob
+        assert card_frame(card, mallory, "request.created") is None  # another team's approver
+
+        frame = json.loads(for_alice)
+        assert frame == {"type": "request.created", "id": str(pending.pk), "html": card.html_approver}
+        assert DECIDE_FORM in frame["html"] and DECIDE_FORM not in json.loads(for_bob)["html"]
+
+    def test_a_frame_carries_its_own_event_fields(self, alice: Any, ci_bot: Any) -> None:
+        pending = services.request_submit(agent=ci_bot.agent, call={**ask_call(), "tool_use_id": "toolu_ev"}).request
+        card = fanout.load_card(pending.pk)
+        assert card is not None
+        allowed = card_frame(card, alice, "request.decided", behavior="allow", decided_by="alice", surface="web")
+        denied = card_frame(card, alice, "request.decided", behavior="deny", decided_by="bob", surface="slack")
+        updated = card_frame(card, alice, "request.updated")
+        assert allowed is not None and denied is not None and updated is not None
+        assert json.loads(allowed) | {"html": ""} == {
+            "type": "request.decided",
+            "id": str(pending.pk),
+            "html": "",
+            "behavior": "allow",
+            "decided_by": "alice",
+            "surface": "web",
+        }
+        assert json.loads(denied)["decided_by"] == "bob" and json.loads(updated)["type"] == "request.updated"
