@@ -168,9 +168,11 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_b
     # The pool keeps them. Requests give theirs back through ReleaseConnectionsMiddleware
     # (Django's own request_finished cannot see it under ASGI) and Channels calls through
     # database_sync_to_async. Each checkout is checked first, so connections a database
-    # restart or a network cut killed are replaced instead of failing the next calls.
+    # restart or a network cut killed are replaced instead of failing the next calls:
+    # gatehouse.postgresql checks without a query (psycopg-pool's own check sends one).
+    DATABASES["default"]["ENGINE"] = "gatehouse.postgresql"
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django refuses persistent connections with a pool
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # with a pool: psycopg-pool's check on checkout
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False  # psycopg-pool's check by query
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env_int("DB_POOL_MIN", 2),
         "max_size": env_int("DB_POOL_MAX", 20),

@@ -1,0 +1,53 @@
+"""Django's PostgreSQL backend; a pooled connection is checked on checkout without a query.
+
+psycopg-pool checks a connection before handing it out when Django asks it to
+(`CONN_HEALTH_CHECKS`): it sends an empty query and waits for the answer. That is one more
+round trip for every request and every Channels database call, about one in six of an
+auto-decided submit's (docs/PERFORMANCE.md). Without a check, connections that a
+database restart or a network cut had killed were handed out, and the first calls after
+an outage failed (docs/RELIABILITY.md, fault 1c).
+
+An idle connection has nothing to read: PostgreSQL writes to it only to answer a query.
+When the server ends the session (a restart, `pg_terminate_backend`, an idle timeout) it
+sends an error and closes the socket, and a cut connection is closed under it: either
+way the socket becomes readable. So a connection is handed out only if psycopg still
+holds it open and idle and its socket has nothing to read; any other is closed, given
+back (the pool replaces it) and the next one is tried. A server that vanished without a
+word (a cable pulled) is missed, as the empty query would miss it until its timeout.
+"""
+
+from __future__ import annotations
+
+import select
+from typing import Any
+
+import psycopg
+from django.db.backends.postgresql import base
+
+
+def sound(connection: psycopg.Connection[Any]) -> bool:
+    """True for an open, idle connection whose socket has nothing to read."""
+    if connection.closed or connection.broken:
+        return False
+    if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        return False
+    poller = select.poll()  # not select.select: the process holds more than 1024 sockets
+    poller.register(connection.fileno(), select.POLLIN)
+    return not poller.poll(0)
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
+        connection = super().get_new_connection(conn_params)
+        pool = self.pool
+        if pool is None:
+            return connection
+        # Every connection the pool holds may have died in the same outage; past them
+        # the pool opens new ones.
+        for _ in range(pool.max_size):
+            if sound(connection):
+                return connection
+            connection.close()
+            pool.putconn(connection)
+            connection = super().get_new_connection(conn_params)
+        return connection
