@@ -39,7 +39,7 @@ def sound(connection: psycopg.Connection[Any]) -> bool:
 class DatabaseWrapper(base.DatabaseWrapper):
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
         connection = super().get_new_connection(conn_params)
-        pool = self.pool
+        pool = self.pool  # type: ignore[attr-defined]  # Django 5.1+; django-stubs lacks it
         if pool is None:
             return connection
         # Every connection the pool holds may have died in the same outage; past them
