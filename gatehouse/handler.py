@@ -14,7 +14,7 @@ from the thread through `async_to_sync`, as the sync chain always reached it.
 Each request still has a worker thread of its own for as long as it runs (Django's
 `ThreadSensitiveContext`), so a request that waits holds only its own. Django starts that
 thread for the request and joins it at the end: a thread start and a join per request,
-about a sixth of the event loop's busy time under load. Here the thread is kept for the
+about an eighth of the event loop's busy time under load. Here the thread is kept for the
 next request instead (`RequestThreads`): a request takes an idle one, or starts one when
 none is idle, and gives it back when it ends.
 """
