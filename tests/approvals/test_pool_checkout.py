@@ -4,7 +4,7 @@ sound one is handed out without a query."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,31 +16,36 @@ from gatehouse.postgresql.base import DatabaseWrapper, sound
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 
 
-def pooled(wrapper_class: type[Any], alias: str) -> Any:
+@pytest.fixture
+def pooled() -> Iterator[Callable[[type[Any]], Any]]:
+    """`pooled(wrapper_class)`: a database wrapper of the test database with a pool of one.
+
+    One connection, so a checkout can only be the connection the test returned or its
+    replacement (a larger pool grows while its first connection opens, and may hand out
+    the other one).
+    """
     assert connection.vendor == "postgresql", "run with DATABASE_URL=postgres://… (marker: postgresql)"
-    settings = {
-        **connection.settings_dict,
-        "CONN_MAX_AGE": 0,
-        "CONN_HEALTH_CHECKS": False,
-        "OPTIONS": {**connection.settings_dict["OPTIONS"], "pool": {"min_size": 1, "max_size": 2, "timeout": 5}},
-    }
-    return wrapper_class(settings, alias=alias)
+    made: list[Any] = []
+
+    def make(wrapper_class: type[Any]) -> Any:
+        settings = {
+            **connection.settings_dict,
+            "CONN_MAX_AGE": 0,
+            "CONN_HEALTH_CHECKS": False,
+            "OPTIONS": {**connection.settings_dict["OPTIONS"], "pool": {"min_size": 1, "max_size": 1, "timeout": 5}},
+        }
+        made.append(wrapper_class(settings, alias=f"pooled-{len(made)}"))
+        return made[-1]
+
+    yield make
+    for wrapper in made:
+        wrapper.close()
+        wrapper.close_pool()
 
 
 @pytest.fixture
-def checked() -> Iterator[Any]:
-    wrapper = pooled(DatabaseWrapper, "pool-checked")
-    yield wrapper
-    wrapper.close()
-    wrapper.close_pool()
-
-
-@pytest.fixture
-def unchecked() -> Iterator[Any]:
-    wrapper = pooled(DjangosWrapper, "pool-unchecked")
-    yield wrapper
-    wrapper.close()
-    wrapper.close_pool()
+def checked(pooled: Callable[[type[Any]], Any]) -> Any:
+    return pooled(DatabaseWrapper)
 
 
 def backend_pid(wrapper: Any) -> int:
@@ -67,8 +72,9 @@ def test_a_connection_the_server_ended_is_replaced_on_checkout(checked: Any) -> 
     assert backend_pid(checked) != first  # another connection, and it answers
 
 
-def test_without_the_check_the_ended_connection_is_handed_out(unchecked: Any) -> None:
+def test_without_the_check_the_ended_connection_is_handed_out(pooled: Callable[[type[Any]], Any]) -> None:
     """What the check is for: Django's backend with its pool and no check fails the next call."""
+    unchecked = pooled(DjangosWrapper)
     first = backend_pid(unchecked)
     raw = unchecked.connection
     unchecked.close()
