@@ -1,7 +1,7 @@
 """The door of the endpoints that can wait (`?wait=`) for a decision.
 
 The view is sync, like every other: DRF parses, authenticates, validates and calls the
-service on the request's own worker thread (Django gives each request one), and a call
+service on the request's own worker thread (each request has one while it runs), and a call
 that is decided, or not asked to wait, is answered from there without crossing to the
 event loop. Only a pending request asked to wait goes to the loop, through
 `async_to_sync`, to wait on the channel layer (`approvals.waiting`); its thread is held
