@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
@@ -59,9 +60,15 @@ def request_for_card(request_id: Any) -> PermissionRequest | None:
 
 def team_roles(team_id: int) -> dict[int, str]:
     """Every member of the team with their role: user id -> "admin" | "approver" | "viewer"."""
+    with connection.cursor() as cursor:
+        cursor.execute(_team_roles_sql(connection.vendor), [team_id])
+        return {user_id: role for user_id, role in cursor.fetchall()}
+
+
+@functools.cache
+def _team_roles_sql(vendor: str) -> str:
+    """Written out once per process and engine, from the model's names (approvals.written)."""
     meta, quote = Membership._meta, connection.ops.quote_name
     columns = {f.name: quote(str(f.column)) for f in meta.concrete_fields}
     user, role, team = columns["user"], columns["role"], columns["team"]
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {user}, {role} FROM {quote(meta.db_table)} WHERE {team} = %s", [team_id])  # noqa: S608
-        return {user_id: role for user_id, role in cursor.fetchall()}
+    return f"SELECT {user}, {role} FROM {quote(meta.db_table)} WHERE {team} = %s"  # noqa: S608

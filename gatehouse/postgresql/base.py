@@ -2,8 +2,8 @@
 
 psycopg-pool checks a connection before handing it out when Django asks it to
 (`CONN_HEALTH_CHECKS`): it sends an empty query and waits for the answer. That is one more
-round trip for every request and every Channels database call, about one in six of an
-auto-decided submit's (docs/PERFORMANCE.md). Without a check, connections that a
+round trip for every request and every Channels database call: one of the eleven of an
+auto-decided submit's own request, and one more for its card (docs/PERFORMANCE.md). Without a check, connections that a
 database restart or a network cut had killed were handed out, and the first calls after
 an outage failed (docs/RELIABILITY.md, fault 1c).
 

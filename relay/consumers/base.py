@@ -93,6 +93,11 @@ def parse_frame(text: str | None, binary: bytes | None) -> dict[str, Any]:
     return frame
 
 
+def encode_frame(content: dict[str, Any]) -> str:
+    """The JSON text of one frame the server sends."""
+    return json.dumps(content, default=str)
+
+
 def echoed(value: Any) -> str:
     """What an error frame may quote of client input: its repr, cut short."""
     text = repr(value)
@@ -134,7 +139,7 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
             log.exception("%s failed handling event %s", type(self).__name__, message.get("type"))
 
     async def send_json(self, content: dict[str, Any]) -> None:
-        await self.send_text(json.dumps(content, default=str))
+        await self.send_text(encode_frame(content))
 
     async def send_text(self, frame: str) -> None:
         """Send one frame already encoded as JSON."""

@@ -25,6 +25,7 @@ from relay.consumers.base import (
     GatehouseConsumer,
     TokenBucket,
     db,
+    encode_frame,
     request_id_of,
 )
 
@@ -76,7 +77,7 @@ def card_frame(card: fanout.PushedCard, user: Any, frame_type: str, **extra: str
     frame = card.frames.get(key)
     if frame is None:
         content = {"type": frame_type, "id": card.id, "html": card_within_limit(card.id, html), **extra}
-        frame = card.frames[key] = json.dumps(content, default=str)
+        frame = card.frames[key] = encode_frame(content)
     return frame
 
 
@@ -254,9 +255,10 @@ class DashboardConsumer(GatehouseConsumer):
     async def request_created(self, event: dict[str, Any]) -> None:
         card = await fanout.CARDS.card(event)
         frame = card_frame(card, self.user, "request.created") if card is not None else None
-        if card is not None and frame is not None:
-            self.shown.add(card.id)
-            await self.send_text(frame)
+        if card is None or frame is None:
+            return
+        self.shown.add(card.id)
+        await self.send_text(frame)
 
     async def request_updated(self, event: dict[str, Any]) -> None:
         # A quorum vote or a ladder step: the card, re-rendered ("1 of 2 — alice approved").
@@ -269,24 +271,17 @@ class DashboardConsumer(GatehouseConsumer):
         if str(event.get("request_id")) in self.finished_sent:
             return  # already sent, by the re-check or the doorbell
         card = await fanout.CARDS.card(event)
-        frame = (
-            card_frame(
-                card,
-                self.user,
-                event["type"],
-                behavior=event.get("behavior"),
-                decided_by=event.get("decided_by"),
-                surface=event.get("surface"),
-            )
-            if card is not None
-            else None
-        )
-        if card is not None and frame is not None:
-            self.shown.discard(card.id)
-            if len(self.finished_sent) >= FINISHED_MEMORY:
-                self.finished_sent.clear()
-            self.finished_sent.add(card.id)
-            await self.send_text(frame)
+        if card is None:
+            return
+        fields = {key: event.get(key) for key in ("behavior", "decided_by", "surface")}
+        frame = card_frame(card, self.user, event["type"], **fields)
+        if frame is None:
+            return
+        self.shown.discard(card.id)
+        if len(self.finished_sent) >= FINISHED_MEMORY:
+            self.finished_sent.clear()
+        self.finished_sent.add(card.id)
+        await self.send_text(frame)
 
     request_decided = request_finished
     request_cancelled = request_finished

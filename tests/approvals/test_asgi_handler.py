@@ -59,21 +59,22 @@ def scope_for(path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
     }
 
 
-def get(app: Any, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
+async def get_async(app: Any, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
+    """One GET through the ASGI application: its status and body."""
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    inbox.put_nowait({"type": "http.request", "body": b"", "more_body": False})
     sent: list[dict[str, Any]] = []
 
-    async def run() -> None:
-        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        inbox.put_nowait({"type": "http.request", "body": b"", "more_body": False})
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
 
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-
-        await app(scope_for(path, headers), inbox.get, send)
-
-    asyncio.run(run())
+    await app(scope_for(path, headers), inbox.get, send)
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return sent[0]["status"], body
+    return int(sent[0]["status"]), body
+
+
+def get(app: Any, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
+    return asyncio.run(get_async(app, path, headers))
 
 
 def test_an_authenticated_call_crosses_into_its_thread_once(ci_bot: Any, crossings: Counter[str]) -> None:
@@ -110,21 +111,9 @@ def get_many(app: Any, paths: list[str]) -> list[int]:
     """Send every GET at once on one event loop; their statuses in order."""
 
     async def run() -> list[int]:
-        return list(await asyncio.gather(*(get_async(app, path, []) for path in paths)))
+        return [status for status, _ in await asyncio.gather(*(get_async(app, path, []) for path in paths))]
 
     return asyncio.run(run())
-
-
-async def get_async(app: Any, path: str, headers: list[tuple[bytes, bytes]]) -> int:
-    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    inbox.put_nowait({"type": "http.request", "body": b"", "more_body": False})
-    sent: list[dict[str, Any]] = []
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope_for(path, headers), inbox.get, send)
-    return int(sent[0]["status"])
 
 
 def test_requests_at_once_have_a_thread_each_and_later_requests_reuse_them(
