@@ -7,8 +7,8 @@ SIGTERM (or SIGINT):
 2. mark the process draining (`/readyz` answers 503) and send every open WebSocket a
    `reconnect` frame and a 4012 close (`relay.drain`): agents reconnect through the
    proxy and resume their pending requests there;
-3. let HTTP requests in flight (a hook call waiting for its answer) finish, for up to
-   `GATEHOUSE_DRAIN_SECONDS` (default 30);
+3. let HTTP requests in flight (a hook call waiting for its answer) finish, and the
+   doorbells they rang reach Redis, for up to `GATEHOUSE_DRAIN_SECONDS` (default 30);
 4. stop.
 
 It also bounds what one WebSocket may hold unsent: a client that never reads (while the
@@ -143,6 +143,7 @@ class DrainingServer(Server):
         return asyncio.ensure_future(self.drain())
 
     async def drain(self) -> None:
+        from approvals import events
         from relay import drain
 
         await drain.drain_sockets()
@@ -152,6 +153,11 @@ class DrainingServer(Server):
         left = self.busy_connections()
         if left:
             log.warning("drain: %d connection(s) still busy after %.0fs; stopping anyway", left, DRAIN_SECONDS)
+        # The last requests' doorbells (rung on this loop, relay's dashboards elsewhere hear them).
+        try:
+            await asyncio.wait_for(events.DOORBELLS.idle(), max(deadline - time.monotonic(), DRAIN_POLL_SECONDS))
+        except TimeoutError:
+            log.warning("drain: %d doorbell(s) not sent; stopping anyway", events.DOORBELLS.in_flight())
 
     def busy_connections(self) -> int:
         """Open connections whose application still runs: a request in flight, a socket closing.
