@@ -1,7 +1,8 @@
 """Announce committed state changes: the channel layer is a doorbell, the database the truth.
 
 Groups:
-- `team.<team_id>`: every dashboard of that team's members (superusers join `team.all`).
+- `team.<team_id>`: every dashboard of that team's members (superusers join `team.all`);
+  rung on Redis pub/sub and heard once per server process (`approvals.teambus`).
 - `agent.<agent_id>`: every socket of that agent.
 - `request.<uuid>`: long-poll waiters for one request.
 - `user.<user_id>`: every dashboard socket of one person (closed on logout).
@@ -27,7 +28,7 @@ from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.db import transaction
 
-from approvals import selectors
+from approvals import selectors, teambus
 from approvals.extensions import registry
 from approvals.models import Decision, PermissionRequest, RequestState
 
@@ -69,12 +70,19 @@ def send(groups: list[str], event: dict[str, Any]) -> None:
 
     - In a server process the doorbell is handed to the event loop and the caller goes on:
       the request that committed the change answers without waiting for Redis (1-2 ms of
-      round trips for a team's group, more under load). `Doorbells` keeps the events of
-      one request in the order they were rung.
+      round trips, more under load). `Doorbells` keeps the events of one request in the
+      order they were rung. A coroutine on the loop rings the same way.
     - Elsewhere (a management command, the sweeper, a test) it is sent before this returns.
     """
     layer = get_channel_layer()
     if layer is None:
+        return
+    try:
+        running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is not None:  # a coroutine on the loop
+        DOORBELLS.ring(layer, groups, event)
         return
     loop = _server_loop()
     if loop is not None:
@@ -102,11 +110,6 @@ def _server_loop() -> asyncio.AbstractEventLoop | None:
     loop: asyncio.AbstractEventLoop | None = getattr(local, "main_event_loop", None)
     if loop is None or getattr(local, "main_event_loop_pid", None) != os.getpid() or not loop.is_running():
         return None
-    try:
-        if asyncio.get_running_loop() is loop:
-            return None  # on the loop itself: a coroutine has to await `_send_all`
-    except RuntimeError:
-        pass
     return loop
 
 
@@ -162,7 +165,13 @@ DOORBELLS = Doorbells()
 
 
 async def _send_all(layer: BaseChannelLayer, groups: list[str], event: dict[str, Any]) -> None:
-    outcomes = await asyncio.gather(*(layer.group_send(group, event) for group in groups), return_exceptions=True)
+    # The teams' groups are heard by each process's one subscription (approvals.teambus),
+    # the others by single sockets on the channel layer.
+    sends = [
+        teambus.publish(group, event) if teambus.is_team_group(group) else layer.group_send(group, event)
+        for group in groups
+    ]
+    outcomes = await asyncio.gather(*sends, return_exceptions=True)
     for group, outcome in zip(groups, outcomes, strict=True):
         if isinstance(outcome, BaseException):
             log.error("event %s to %s was not delivered", event.get("type"), group, exc_info=outcome)

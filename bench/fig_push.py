@@ -19,8 +19,9 @@ BOTTLENECK = (
     "the services, not the fan-out: a card is rendered once per event and process and the 20 "
     "dashboards hear within ~3 ms of each other; what remains is the submit's or decision's own "
     "database work before its on-commit announce (decision -> agent now equals the decision "
-    "POST's response time), a worker-thread hop per database call, and "
-    "channels-redis delivery (5-50 ms send to receive under load; its pub/sub layer measured 2-14 ms)"
+    "POST's response time), a worker-thread hop per database call, the card's read and render, "
+    "and the agent's doorbell through channels-redis (5-50 ms send to receive under load; the "
+    "teams' doorbells are one Redis PUBLISH since 2026-12-05)"
 )
 PENDING = 100
 

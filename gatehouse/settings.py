@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("GATEHOUSE_VAR_DIR", BASE_DIR / "var"))
@@ -194,7 +195,9 @@ if REDIS_URL:
             "CONFIG": {
                 # redis-py 8 defaults to a 5 s socket timeout, the same as channels-redis's
                 # 5 s BZPOPMIN: an idle consumer's read would time out and kill its socket.
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                # A command on a pooled connection that a Redis restart broke reconnects
+                # and runs once more, instead of failing the socket that drew it.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15, "retry_on_error": [RedisConnectionError]}],
                 "prefix": env_str("GATEHOUSE_REDIS_PREFIX", "gatehouse"),
                 "capacity": 1000,
                 "expiry": 60,

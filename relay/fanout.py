@@ -31,9 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.layers import BaseChannelLayer, get_channel_layer
 
-from approvals import permissions, selectors
+from approvals import permissions, selectors, teambus
 from approvals.cards import render_card_as, render_pending_card_variants
 from approvals.models import RequestState, Role
 from relay import selectors as relay_selectors
@@ -143,18 +142,14 @@ class _LocalGroup:
     name: str
     inboxes: set[asyncio.Queue[dict[str, Any]]]
     ready: asyncio.Future[None] | None = None
-    channel: str = ""
-    pump: asyncio.Task[None] | None = None
 
 
 class LocalGroups:
-    """The process joins each channel-layer group once and hands its events to its sockets.
+    """The process subscribes once to each team group and hands its events to its sockets.
 
-    channels-redis delivers a group message to every member channel separately: a team
-    with 20 dashboards in one process meant 20 copies, popped from Redis one after another
-    (four round trips each), with whatever was queued behind them (an agent's decision)
-    waiting its turn. Here the process subscribes to a group on one channel of its own
-    and puts each event into the inbox of every socket that joined.
+    A team with 20 dashboards in one process hears each doorbell once, on the process's
+    one subscription (`approvals.teambus`: Redis pub/sub), and puts it into the inbox of
+    every socket that joined.
 
     If that subscription breaks (Redis restarted), every member inbox gets a `fanout.lost`
     event: the socket closes and the page reconnects, subscribes and refetches, exactly
@@ -164,12 +159,13 @@ class LocalGroups:
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._groups: dict[str, _LocalGroup] = {}
+        self._subscription: teambus.Subscription | None = None
 
     async def join(self, group: str, inbox: asyncio.Queue[dict[str, Any]]) -> None:
         """Deliver the group's events into `inbox` from when this returns."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
-            self._loop, self._groups = loop, {}
+            self._loop, self._groups, self._subscription = loop, {}, None
         local = self._groups.get(group)
         if local is None:
             local = self._groups[group] = _LocalGroup(group, set())
@@ -177,12 +173,7 @@ class LocalGroups:
         local.inboxes.add(inbox)
         assert local.ready is not None
         try:
-            first = not local.ready.done()
             await asyncio.shield(local.ready)
-            if not first:
-                # Joined again on every subscribe: renews the membership's expiry and
-                # restores it after Redis lost its keys (a restart without persistence).
-                await _layer().group_add(group, local.channel)
         except Exception:
             local.inboxes.discard(inbox)
             raise
@@ -195,60 +186,48 @@ class LocalGroups:
         if local.inboxes:
             return
         del self._groups[group]
-        await self._unsubscribe(local)
+        if local.ready is not None and not local.ready.done():
+            await asyncio.wait([local.ready])
+        subscription = self._subscription
+        if subscription is None or local.ready is None or local.ready.exception() is not None:
+            return
+        try:
+            await subscription.remove(group)
+        except Exception:  # the subscription broke meanwhile; `_lost` has dropped it
+            log.warning("could not leave %s", group, exc_info=True)
 
     def members(self, group: str) -> int:
         local = self._groups.get(group)
         return len(local.inboxes) if local is not None else 0
 
     async def _subscribe(self, local: _LocalGroup) -> None:
+        if self._subscription is None:
+            self._subscription = teambus.subscribe(self._deliver, self._lost)
         try:
-            layer = _layer()
-            local.channel = await layer.new_channel()
-            await layer.group_add(local.name, local.channel)
+            await self._subscription.add(local.name)
         except Exception:
             # Not remembered: the next socket to join tries again.
             if self._groups.get(local.name) is local:
                 del self._groups[local.name]
             raise
-        local.pump = asyncio.ensure_future(self._pump(layer, local))
 
-    async def _unsubscribe(self, local: _LocalGroup) -> None:
-        if local.ready is not None and not local.ready.done():
-            await asyncio.wait([local.ready])
-        if local.pump is not None:
-            local.pump.cancel()
-        layer = get_channel_layer()
-        if layer is not None and local.channel:
-            try:
-                await layer.group_discard(local.name, local.channel)
-            except Exception:  # the membership expires on its own
-                log.warning("could not leave %s", local.name, exc_info=True)
+    def _deliver(self, group: str, event: dict[str, Any]) -> None:
+        local = self._groups.get(group)
+        if local is None:
+            return
+        for inbox in list(local.inboxes):
+            if inbox.qsize() < MAX_BACKLOG:
+                inbox.put_nowait(event)
+            else:
+                log.warning("a socket is %d events behind on %s; dropped one", MAX_BACKLOG, group)
 
-    async def _pump(self, layer: BaseChannelLayer, local: _LocalGroup) -> None:
-        try:
-            while True:
-                event = await layer.receive(local.channel)
-                for inbox in list(local.inboxes):
-                    if inbox.qsize() < MAX_BACKLOG:
-                        inbox.put_nowait(event)
-                    else:
-                        log.warning("a socket is %d events behind on %s; dropped one", MAX_BACKLOG, local.name)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.warning("lost the subscription to %s; closing its sockets", local.name, exc_info=True)
-            if self._groups.get(local.name) is local:
-                del self._groups[local.name]
+    def _lost(self, error: BaseException) -> None:
+        log.warning("lost the subscription to the team groups; closing their sockets: %s", error)
+        # The subscription closes itself; the next socket to join starts a new one.
+        groups, self._groups, self._subscription = self._groups, {}, None
+        for local in groups.values():
             for inbox in list(local.inboxes):
                 inbox.put_nowait({"type": LOST, "group": local.name})
-
-
-def _layer() -> BaseChannelLayer:
-    layer = get_channel_layer()
-    if layer is None:
-        raise RuntimeError("no channel layer is configured")
-    return layer
 
 
 GROUPS = LocalGroups()

@@ -275,8 +275,7 @@ class AgentConsumer(GatehouseConsumer):
         await self.request_in_play(request_id, "progress")
         team_id = self.team_of[request_id]
         event = {"type": "request.progress", "request_id": str(request_id), "data": frame.get("data")}
-        for group in (events.team_group(team_id), events.ALL_TEAMS_GROUP):
-            await self.channel_layer.group_send(group, event)
+        events.send([events.team_group(team_id), events.ALL_TEAMS_GROUP], event)
 
     async def on_tool_result(self, frame: dict[str, Any]) -> None:
         request_id = request_id_of(frame)

@@ -244,8 +244,7 @@ class DashboardConsumer(GatehouseConsumer):
             "by": self.user.get_username(),
             "sender": self.channel_name,
         }
-        for group in (events.team_group(team_id), events.ALL_TEAMS_GROUP):
-            await self.channel_layer.group_send(group, event)
+        events.send([events.team_group(team_id), events.ALL_TEAMS_GROUP], event)
 
     # -- events
 

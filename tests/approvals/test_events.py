@@ -10,6 +10,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from approvals import events, services
+from tests.teamlisten import team_listener
 
 CALL = {"tool_name": "Bash", "session_id": "s1", "cwd": "/srv/app"}
 
@@ -45,11 +46,17 @@ def _first_after_marker_sent(channel: str) -> dict[str, Any]:
 class DecisionDoorbellTests:
     def test_an_auto_decided_submit_rings_the_dashboards_only(self, ci_bot: Any, default_team: Any) -> None:
         services.rule_create(rule="Bash(git status)", behavior="allow", source="projectSettings", team=default_team)
-        team, agent = _listen(events.team_group(default_team.pk), events.agent_group(ci_bot.agent.pk))
-        result = services.request_submit(agent=ci_bot.agent, call={**CALL, "tool_input": {"command": "git status"}})
+        (agent,) = _listen(events.agent_group(ci_bot.agent.pk))
+        with team_listener(events.team_group(default_team.pk)) as team:
+            call = {**CALL, "tool_input": {"command": "git status"}}
+            result = services.request_submit(agent=ci_bot.agent, call=call)
+            group, rung = team.next()
         assert result.decision is not None and result.decision.behavior == "allow"
-        rung = async_to_sync(_receive)(team)
-        assert (rung["type"], rung["request_id"]) == ("request.decided", str(result.request.pk))
+        assert (group, rung["type"], rung["request_id"]) == (
+            events.team_group(default_team.pk),
+            "request.decided",
+            str(result.request.pk),
+        )
         # The submitter had its answer from the call; the agent's sockets get no doorbell.
         assert _first_after_marker_sent(agent)["type"] == "test.marker"
 
@@ -58,12 +65,10 @@ class DecisionDoorbellTests:
     ) -> None:
         result = services.request_submit(agent=ci_bot.agent, call={**CALL, "tool_input": {"command": "make deploy"}})
         assert result.decision is None
-        team, agent, waiter = _listen(
-            events.team_group(default_team.pk),
-            events.agent_group(ci_bot.agent.pk),
-            events.request_group(result.request.pk),
-        )
-        services.request_decide(result.request.pk, services.Answer(behavior="allow", user=alice, surface="web"))
-        for channel in (team, agent, waiter):
-            rung = async_to_sync(_receive)(channel)
+        agent, waiter = _listen(events.agent_group(ci_bot.agent.pk), events.request_group(result.request.pk))
+        with team_listener(events.team_group(default_team.pk)) as team:
+            services.request_decide(result.request.pk, services.Answer(behavior="allow", user=alice, surface="web"))
+            heard = [team.next()[1]]
+        heard += [async_to_sync(_receive)(channel) for channel in (agent, waiter)]
+        for rung in heard:
             assert (rung["type"], rung["request_id"]) == ("request.decided", str(result.request.pk))

@@ -1,17 +1,18 @@
-"""Every channel-layer event, caught on the real layer, has the shape of its type.
+"""Every team doorbell, caught on the real Redis, has the shape of its type.
 
-A listener joins the team's, the agent's and the request's groups on the same Redis
-channel layer as a live server, and a scenario makes the server and the services send
-each kind of event: created, claimed, progress, decided, cancelled, expired.
+A listener subscribes to the team's doorbells on the same Redis as a live server, as a
+server process does (`approvals.teambus`), and a scenario makes the server and the
+services send each kind of event: created, claimed, progress, decided, cancelled, expired.
 """
 
 from __future__ import annotations
 
 import asyncio
+import queue
+import time
 from typing import Any
 
 import pytest
-from channels.layers import get_channel_layer
 
 from approvals import events, services
 from approvals.event_schema import EVENT_TYPES, EventShapeError, check_event
@@ -25,19 +26,19 @@ from tests.relay.wsclient import (
     send,
     session_cookie,
 )
+from tests.teamlisten import TeamListener, team_listener
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-async def drain(layer: Any, channel: str, wanted: set[str], timeout: float = 20) -> list[dict[str, Any]]:
-    """Every event on ``channel`` until each wanted type has arrived (or the timeout)."""
+def drain(listener: TeamListener, wanted: set[str], timeout: float = 20) -> list[dict[str, Any]]:
+    """Every event the listener hears until each wanted type has arrived (or the timeout)."""
     caught: list[dict[str, Any]] = []
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not wanted <= {e.get("type") for e in caught} and loop.time() < deadline:
+    deadline = time.monotonic() + timeout
+    while not wanted <= {e.get("type") for e in caught} and time.monotonic() < deadline:
         try:
-            caught.append(await asyncio.wait_for(layer.receive(channel), max(deadline - loop.time(), 0.01)))
-        except TimeoutError:
+            caught.append(listener.heard.get(timeout=max(deadline - time.monotonic(), 0.01))[1])
+        except queue.Empty:
             break
     return caught
 
@@ -56,10 +57,7 @@ class EventSchemaTests:
             "request.expired",
         }
 
-        async def scenario() -> list[dict[str, Any]]:
-            layer = get_channel_layer()
-            channel = await layer.new_channel()
-            await layer.group_add(events.team_group(default_team.pk), channel)
+        async def scenario(listener: TeamListener) -> list[dict[str, Any]]:
             async with (
                 dashboard_connect(relay_server, cookie) as dashboard,
                 agent_connect(relay_server, ci_bot.token) as agent,
@@ -77,11 +75,10 @@ class EventSchemaTests:
                 )
                 await send(agent, {"type": "cancel", "id": ids[1]})
                 await in_thread(_expire, ids[2])
-                caught = await drain(layer, channel, wanted)
-            await layer.group_discard(events.team_group(default_team.pk), channel)
-            return caught
+                return await in_thread(drain, listener, wanted)
 
-        caught = asyncio.run(scenario())
+        with team_listener(events.team_group(default_team.pk)) as listener:
+            caught = asyncio.run(scenario(listener))
         assert wanted <= {e["type"] for e in caught}, caught
         for event in caught:
             check_event(event)

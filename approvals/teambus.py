@@ -1,0 +1,209 @@
+"""The teams' doorbells: Redis pub/sub between server processes, in-process without Redis.
+
+A team's dashboards hear its requests through their process's one subscription per team
+(`relay.fanout.LocalGroups`). On the channel layer (channels-redis) a group message is
+stored once per member channel and popped by the receiver: one team doorbell cost ~13
+Redis commands (the group's members and their expiry, a Lua script, then the receiver's
+BZPOPMIN and its backup queue), each a round trip and, on a small machine, a context
+switch. A PUBLISH is one command, and the subscriber reads the message from the
+connection it holds open. The agents', waiters' and people's groups, one socket each,
+stay on the channel layer.
+
+Delivery is at most once, as on the channel layer: a subscription whose connection
+breaks (Redis restarted, the network cut) reports it once (`lost`) and is dropped; the
+fan-out then closes its sockets, and their pages reconnect, subscribe and refetch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import weakref
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import redis.asyncio
+from django.conf import settings
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+log = logging.getLogger(__name__)
+
+TEAM_GROUP_PREFIX = "team."
+# A subscription not confirmed by Redis within this long fails (the socket that asked
+# gets an error frame and retries).
+SUBSCRIBE_TIMEOUT = 10.0
+# An idle subscription PINGs Redis this often, so a connection that died without a
+# word is found out.
+HEALTH_CHECK_SECONDS = 15
+# How long a publish waits for Redis before the doorbell counts as lost.
+PUBLISH_TIMEOUT = 15.0
+
+Deliver = Callable[[str, dict[str, Any]], None]
+Lost = Callable[[BaseException], None]
+
+
+def is_team_group(group: str) -> bool:
+    return group.startswith(TEAM_GROUP_PREFIX)
+
+
+def _channel(group: str) -> str:
+    return f"{settings.GATEHOUSE_REDIS_PREFIX}:doorbell:{group}"
+
+
+_publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, redis.asyncio.Redis] = weakref.WeakKeyDictionary()
+
+
+async def publish(group: str, event: dict[str, Any]) -> None:
+    """Ring a team group on every server process (call on an event loop)."""
+    if not settings.REDIS_URL:
+        _IN_PROCESS.deliver(group, event)
+        return
+    loop = asyncio.get_running_loop()
+    client = _publishers.get(loop)
+    if client is None:
+        client = _publishers[loop] = redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=PUBLISH_TIMEOUT)
+    await client.publish(_channel(group), json.dumps(event))
+
+
+class Subscription(Protocol):
+    async def add(self, group: str) -> None:
+        """Return once the group's doorbells reach this subscription."""
+
+    async def remove(self, group: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+def subscribe(deliver: Deliver, lost: Lost) -> Subscription:
+    """A subscription of this process: `deliver(group, event)` per doorbell, `lost(error)` once if it breaks."""
+    if settings.REDIS_URL:
+        return RedisSubscription(settings.REDIS_URL, deliver, lost)
+    return _IN_PROCESS.subscribe(deliver)
+
+
+class RedisSubscription:
+    def __init__(self, url: str, deliver: Deliver, lost: Lost) -> None:
+        self._deliver, self._lost = deliver, lost
+        # No retries: a reconnect would resubscribe quietly and hide the doorbells missed
+        # meanwhile. A broken connection ends the subscription, and `lost` says so.
+        self._client = redis.asyncio.Redis.from_url(
+            url, retry=Retry(NoBackoff(), 0), health_check_interval=HEALTH_CHECK_SECONDS, socket_keepalive=True
+        )
+        self._pubsub = self._client.pubsub()
+        self._groups: dict[str, str] = {}  # channel -> group
+        self._confirmed: dict[str, asyncio.Future[None]] = {}
+        self._reader: asyncio.Task[None] | None = None
+        self._closed = False
+        # One command at a time: redis-py's PubSub opens its connection on the first
+        # command, and two first commands at once would each open one.
+        self._commands = asyncio.Lock()
+
+    async def add(self, group: str) -> None:
+        channel = _channel(group)
+        self._groups[channel] = group
+        confirmed = self._confirmed[channel] = asyncio.get_running_loop().create_future()
+        async with self._commands:
+            await self._pubsub.subscribe(channel)
+            if self._reader is None:
+                self._reader = asyncio.ensure_future(self._read())
+        await asyncio.wait_for(asyncio.shield(confirmed), SUBSCRIBE_TIMEOUT)
+
+    async def remove(self, group: str) -> None:
+        channel = _channel(group)
+        self._groups.pop(channel, None)
+        async with self._commands:
+            await self._pubsub.unsubscribe(channel)
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._reader is not None:
+            self._reader.cancel()
+        await self._release()
+
+    async def _release(self) -> None:
+        try:
+            await self._pubsub.aclose()  # type: ignore[attr-defined]  # redis 5+ has it; the stubs predate it
+            await self._client.aclose()  # type: ignore[attr-defined]
+        except Exception:  # closing a connection that already broke
+            log.debug("closing a team subscription", exc_info=True)
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                message = await self._pubsub.get_message(timeout=HEALTH_CHECK_SECONDS)
+                if message is not None:
+                    self._handle(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if self._closed:
+                return
+            for confirmed in self._confirmed.values():
+                if not confirmed.done():
+                    confirmed.set_exception(exc)
+            self._confirmed.clear()
+            self._lost(exc)
+            await self._release()
+
+    def _handle(self, message: dict[str, Any]) -> None:
+        channel = message["channel"].decode() if isinstance(message["channel"], bytes) else message["channel"]
+        if message["type"] == "subscribe":
+            confirmed = self._confirmed.pop(channel, None)
+            if confirmed is not None and not confirmed.done():
+                confirmed.set_result(None)
+        elif message["type"] == "message" and channel in self._groups:
+            try:
+                event = json.loads(message["data"])
+            except ValueError:
+                log.warning("ignored a doorbell on %s that is not JSON", channel)
+                return
+            self._deliver(self._groups[channel], event)
+
+
+class InProcessSubscription:
+    """Without Redis there is one server process: its doorbells go straight to its subscribers."""
+
+    def __init__(self, bus: InProcessBus, deliver: Deliver) -> None:
+        self._bus, self._deliver = bus, deliver
+        self._loop = asyncio.get_running_loop()
+        self.groups: set[str] = set()
+
+    async def add(self, group: str) -> None:
+        self.groups.add(group)
+
+    async def remove(self, group: str) -> None:
+        self.groups.discard(group)
+
+    async def close(self) -> None:
+        self._bus.subscribers.discard(self)
+
+    def hear(self, group: str, event: dict[str, Any]) -> None:
+        if group not in self.groups:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._deliver(group, event)
+        elif not self._loop.is_closed():  # rung from another thread's loop (a management command's)
+            self._loop.call_soon_threadsafe(self._deliver, group, event)
+
+
+class InProcessBus:
+    def __init__(self) -> None:
+        self.subscribers: set[InProcessSubscription] = set()
+
+    def subscribe(self, deliver: Deliver) -> InProcessSubscription:
+        subscription = InProcessSubscription(self, deliver)
+        self.subscribers.add(subscription)
+        return subscription
+
+    def deliver(self, group: str, event: dict[str, Any]) -> None:
+        for subscription in list(self.subscribers):
+            subscription.hear(group, event)
+
+
+_IN_PROCESS = InProcessBus()

@@ -1,0 +1,105 @@
+"""The teams' doorbells on Redis pub/sub: heard once per subscription, and a broken one says so."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import redis
+from django.test import override_settings
+
+from approvals import teambus
+from tests.relay.redis_server import private_redis
+
+WAIT = 10.0
+
+
+class Heard:
+    def __init__(self) -> None:
+        self.events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+        self.lost: asyncio.Queue[BaseException] = asyncio.Queue()
+
+    def subscribe(self) -> teambus.Subscription:
+        return teambus.subscribe(lambda group, event: self.events.put_nowait((group, event)), self.lost.put_nowait)
+
+    async def next(self) -> tuple[str, dict[str, Any]]:
+        return await asyncio.wait_for(self.events.get(), WAIT)
+
+
+@pytest.fixture
+def redis_url() -> Any:
+    with private_redis() as server, override_settings(REDIS_URL=server.url):
+        yield server
+
+
+class RedisBusTests:
+    def test_groups_subscribed_at_once_each_hear_their_own_doorbells(self, redis_url: Any) -> None:
+        async def scenario() -> list[tuple[str, dict[str, Any]]]:
+            heard = Heard()
+            subscription = heard.subscribe()
+            # Joined together, as two dashboards of two teams connecting at once.
+            await asyncio.wait_for(asyncio.gather(*(subscription.add(f"team.{n}") for n in (1, 2, 3))), WAIT)
+            for n in (3, 1, 4, 2):
+                await teambus.publish(f"team.{n}", {"type": "request.created", "request_id": str(n)})
+            got = [await heard.next() for _ in range(3)]
+            await subscription.remove("team.1")
+            await teambus.publish("team.1", {"type": "request.created", "request_id": "gone"})
+            await teambus.publish("team.2", {"type": "test.marker"})
+            got.append(await heard.next())
+            await subscription.close()
+            return got
+
+        assert asyncio.run(scenario()) == [
+            ("team.3", {"type": "request.created", "request_id": "3"}),
+            ("team.1", {"type": "request.created", "request_id": "1"}),
+            ("team.2", {"type": "request.created", "request_id": "2"}),
+            ("team.2", {"type": "test.marker"}),
+        ]
+
+    @pytest.mark.parametrize("fault", ["restart", "connection_dropped"])
+    def test_a_subscription_that_breaks_says_so_once_and_a_new_one_hears_again(
+        self, redis_url: Any, fault: str
+    ) -> None:
+        def break_it() -> None:
+            if fault == "restart":
+                redis_url.restart()
+            else:  # Redis stays up and drops the subscriber's connection (a proxy or failover reset)
+                redis.Redis.from_url(redis_url.url).client_kill_filter(_type="pubsub")
+
+        async def scenario() -> tuple[BaseException, int, tuple[str, dict[str, Any]]]:
+            heard = Heard()
+            subscription = heard.subscribe()
+            await subscription.add("team.1")
+            await asyncio.to_thread(break_it)
+            # Not resubscribed quietly: what was rung meanwhile would be a gap nobody noticed.
+            lost = await asyncio.wait_for(heard.lost.get(), WAIT + teambus.HEALTH_CHECK_SECONDS)
+            again = Heard()
+            fresh = again.subscribe()
+            await fresh.add("team.1")
+            await teambus.publish("team.1", {"type": "request.created", "request_id": "after"})
+            got = await again.next()
+            await subscription.close()
+            await fresh.close()
+            return lost, heard.lost.qsize(), got
+
+        lost, lost_again, got = asyncio.run(scenario())
+        assert isinstance(lost, Exception) and lost_again == 0
+        assert got == ("team.1", {"type": "request.created", "request_id": "after"})
+
+
+class InProcessBusTests:
+    @override_settings(REDIS_URL="")
+    def test_without_redis_the_process_hears_its_own_doorbells(self) -> None:
+        async def scenario() -> tuple[str, dict[str, Any]]:
+            heard = Heard()
+            subscription = heard.subscribe()
+            await subscription.add("team.7")
+            await teambus.publish("team.8", {"type": "request.created", "request_id": "other team"})
+            # Rung from a thread's own loop, as a management command's doorbell is.
+            await asyncio.to_thread(asyncio.run, teambus.publish("team.7", {"type": "request.created"}))
+            got = await heard.next()
+            await subscription.close()
+            return got
+
+        assert asyncio.run(scenario()) == ("team.7", {"type": "request.created"})
