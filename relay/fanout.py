@@ -108,8 +108,11 @@ class CardFanout:
             future = asyncio.ensure_future(database_sync_to_async(load_card, thread_sensitive=False)(request_id))
             future.add_done_callback(lambda done: self._forget_failed(key, done))
             entry = self._entries[key] = (now, future)
+        future = entry[1]
+        if future.done():  # the other sockets of the process, once the first has it
+            return future.result()
         # Shielded: one socket closing while it waits must not cancel the others' card.
-        return await asyncio.shield(entry[1])
+        return await asyncio.shield(future)
 
     def _forget_old(self, now: float) -> None:
         while self._entries:
