@@ -92,12 +92,25 @@ def send(groups: list[str], event: dict[str, Any]) -> None:
         except RuntimeError:  # the loop closed under us (the process is stopping)
             log.warning("event %s to %s was not delivered: the server is stopping", event.get("type"), groups)
             return
-    # One hop to the event loop for all the groups, not one each: from a sync thread every
-    # async_to_sync is a round trip through the loop (or a new loop, outside a server).
+    _send_now(layer, groups, event)
+
+
+def _send_now(layer: BaseChannelLayer, groups: list[str], event: dict[str, Any]) -> None:
+    """Send from a thread with no server loop: the teams' groups at once, the others through a loop of their own."""
+    for group in (g for g in groups if teambus.is_team_group(g)):
+        try:
+            teambus.publish_now(group, event)
+        except Exception:  # the database stays the truth; clients refetch on reconnect
+            log.exception("event %s to %s was not delivered", event.get("type"), group)
+    others = [g for g in groups if not teambus.is_team_group(g)]
+    if not others:
+        return
+    # One hop to a loop for all the groups, not one each: from a sync thread every
+    # async_to_sync is a round trip through a new loop.
     try:
-        async_to_sync(_send_all)(layer, groups, event)
-    except Exception:  # the database stays the truth; clients refetch on reconnect
-        log.exception("event %s to %s was not delivered", event.get("type"), groups)
+        async_to_sync(_send_all)(layer, others, event)
+    except Exception:
+        log.exception("event %s to %s was not delivered", event.get("type"), others)
 
 
 def _server_loop() -> asyncio.AbstractEventLoop | None:

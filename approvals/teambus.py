@@ -17,12 +17,14 @@ fan-out then closes its sockets, and their pages reconnect, subscribe and refetc
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import redis
 import redis.asyncio
 from django.conf import settings
 from redis.asyncio.retry import Retry
@@ -56,7 +58,7 @@ _publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, redis.asyncio.
 
 
 async def publish(group: str, event: dict[str, Any]) -> None:
-    """Ring a team group on every server process (call on an event loop)."""
+    """Ring a team group on every server process, from the server's event loop."""
     if not settings.REDIS_URL:
         _IN_PROCESS.deliver(group, event)
         return
@@ -65,6 +67,23 @@ async def publish(group: str, event: dict[str, Any]) -> None:
     if client is None:
         client = _publishers[loop] = redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=PUBLISH_TIMEOUT)
     await client.publish(_channel(group), json.dumps(event))
+
+
+def publish_now(group: str, event: dict[str, Any]) -> None:
+    """The same from a thread with no event loop to ring on (a management command, the sweeper).
+
+    A client per short-lived loop would keep its connection open after the loop is gone:
+    one socket leaked per doorbell. This one client's pool is shared by the threads.
+    """
+    if not settings.REDIS_URL:
+        _IN_PROCESS.deliver(group, event)
+        return
+    _blocking_client(settings.REDIS_URL).publish(_channel(group), json.dumps(event))
+
+
+@functools.cache
+def _blocking_client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_timeout=PUBLISH_TIMEOUT)
 
 
 class Subscription(Protocol):

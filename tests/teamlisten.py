@@ -37,11 +37,6 @@ class TeamListener:
         """The next doorbell heard: (group, event); fails after WAIT_SECONDS."""
         return self.heard.get(timeout=WAIT_SECONDS)
 
-    def next_after_marker(self, group: str) -> dict[str, Any]:
-        """What the group rang first, once a marker was rung behind everything already rung."""
-        self._run(teambus.publish(group, {"type": "test.marker"}))
-        return self.next()[1]
-
     def close(self) -> None:
         self._run(self.subscription.close())
         self.loop.call_soon_threadsafe(self.loop.stop)

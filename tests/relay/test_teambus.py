@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import pytest
 import redis
 from django.test import override_settings
 
-from approvals import teambus
+from approvals import events, teambus
 from tests.relay.redis_server import private_redis
+from tests.teamlisten import team_listener
 
 WAIT = 10.0
 
@@ -86,6 +88,19 @@ class RedisBusTests:
         lost, lost_again, got = asyncio.run(scenario())
         assert isinstance(lost, Exception) and lost_again == 0
         assert got == ("team.1", {"type": "request.created", "request_id": "after"})
+
+
+class FromAThreadTests:
+    def test_doorbells_rung_without_a_loop_share_one_connection(self, redis_url: Any) -> None:
+        """A management command or the sweeper rings from plain threads: no socket per doorbell."""
+        with team_listener("team.1") as listener:
+            before = len(os.listdir("/proc/self/fd"))
+            for n in range(50):
+                events.send(["team.1"], {"type": "request.created", "request_id": str(n)})
+            opened = len(os.listdir("/proc/self/fd")) - before
+            heard = [listener.next()[1]["request_id"] for _ in range(50)]
+        assert heard == [str(n) for n in range(50)]
+        assert opened <= 2, f"{opened} descriptors opened for 50 doorbells"
 
 
 class InProcessBusTests:
