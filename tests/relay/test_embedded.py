@@ -70,13 +70,13 @@ class EmbeddedModeTests:
                     await receive_until(dashboard, of_type("snapshot"))
                     await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
                     request_id = (await receive_until(agent, of_type("pending")))["id"]
-                    # Within 1 s each: the process's own doorbell, not the dashboard's 3 s re-check.
-                    created = await receive_until(dashboard, of_type("request.created", id=request_id), timeout=1)
-                    answer = await api.post(
-                        f"/api/v1/permission-requests/{request_id}/decision", json={"behavior": "deny"}
-                    )
+                    # Only the process's own doorbell brings a new card (the socket's re-check
+                    # ends the cards it shows, and sends none).
+                    created = await receive_until(dashboard, of_type("request.created", id=request_id))
+                    url = f"/api/v1/permission-requests/{request_id}/decision"
+                    answer = await api.post(url, json={"behavior": "deny"})
                     assert answer.status_code == 200, answer.text
-                    decided = await receive_until(dashboard, of_type("request.decided", id=request_id), timeout=1)
+                    decided = await receive_until(dashboard, of_type("request.decided", id=request_id))
                     return request_id, created, decided
 
             request_id, created, decided = asyncio.run(scenario())
