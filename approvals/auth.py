@@ -42,12 +42,20 @@ def bearer_token(header: str) -> str | None:
 
 
 def authenticate_token(token: str) -> AgentPrincipal | object | None:
-    """Resolve a bearer token to an agent principal or a person; None if unknown or revoked."""
+    """Resolve a bearer token to an agent principal or a person; None if unknown or revoked.
+
+    - The prefix says which table holds the token (`gha_` an agent's, `ghp_` a
+      person's), so each call reads one table. A token with neither prefix (none is
+      made so) is looked up in both.
+    """
     digest = services.token_hash(token)
-    agent = selectors.agent_by_token_hash(digest)
-    if agent is not None:
-        services.agent_touch(agent=agent)
-        return AgentPrincipal(agent)
+    if not token.startswith(services.PERSONAL_TOKEN_PREFIX):
+        agent = selectors.agent_by_token_hash(digest)
+        if agent is not None:
+            services.agent_touch(agent=agent)
+            return AgentPrincipal(agent)
+        if token.startswith(services.AGENT_TOKEN_PREFIX):
+            return None
     personal = selectors.personal_token_by_hash(digest)
     if personal is not None and personal.user.is_active:
         services.personal_token_touch(token=personal)

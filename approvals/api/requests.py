@@ -93,6 +93,23 @@ def visible_request(request: Request, request_id: uuid.UUID) -> PermissionReques
     raise exceptions.NotFound(f"No permission request {request_id} that you can see.")
 
 
+def decidable_request(request: Request, request_id: uuid.UUID) -> PermissionRequest:
+    """The request if the caller (a person) may decide it: 404 as `visible_request` when
+    they cannot see it, 403 when they may only watch its team.
+
+    - One read of the person's role in the request's team serves both checks.
+    """
+    found = selectors.request_get(request_id)
+    role = permissions.role_in(request.user, found.team_id) if found is not None else None
+    if found is None or role is None:
+        raise exceptions.NotFound(f"No permission request {request_id} that you can see.")
+    if not permissions.at_least(role, Role.APPROVER):
+        raise exceptions.PermissionDenied(
+            f"You can see team {found.team.name!r}'s requests but only its {Role.APPROVER}s can decide them."
+        )
+    return found
+
+
 class PermissionRequestSubmitApi(ApiView):
     permission_classes = [IsAgent]
 
@@ -275,11 +292,7 @@ class PermissionRequestDecideApi(ApiView):
         "everyone after gets 409 naming who decided and via what.",
     )
     def post(self, request: Request, request_id: uuid.UUID) -> Response:
-        found = visible_request(request, request_id)
-        if not permissions.can_decide(request.user, found):
-            raise exceptions.PermissionDenied(
-                f"You can see team {found.team.name!r}'s requests but only its {Role.APPROVER}s can decide them."
-            )
+        found = decidable_request(request, request_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -347,9 +360,7 @@ class PermissionRequestBatchDecideApi(ApiView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        found = [visible_request(request, pk) for pk in data["ids"]]
-        if not all(permissions.can_decide(request.user, req) for req in found):
-            raise exceptions.PermissionDenied(f"Only {Role.APPROVER}s of the requests' team can decide them.")
+        found = [decidable_request(request, pk) for pk in data["ids"]]
         try:
             results = services.request_decide_batch(
                 requests=found,

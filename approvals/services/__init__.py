@@ -29,7 +29,9 @@ from approvals.services.decide import (
     request_record_result,
 )
 from approvals.services.identities import (
+    AGENT_TOKEN_PREFIX,
     MAX_PINNED_ROOTS,
+    PERSONAL_TOKEN_PREFIX,
     TOKEN_LIFETIMES_DAYS,
     agent_create,
     agent_pin,
@@ -69,6 +71,7 @@ from approvals.services.settings import team_group_set, team_settings_update
 from approvals.services.submit import REPLAY_WINDOW, SAFETY_FLOOR_DETAIL, request_submit
 
 __all__ = [
+    "AGENT_TOKEN_PREFIX",
     "AUDIT_UNAVAILABLE",
     "AUTOPILOT_LIMITS",
     "BATCH_LIMIT",
@@ -81,6 +84,7 @@ __all__ = [
     "MAX_SAVED_FILTERS",
     "MIN_REMEMBER_HOURS",
     "PAUSE_TOOL",
+    "PERSONAL_TOKEN_PREFIX",
     "REMEMBER_CHOICES",
     "REPLAY_WINDOW",
     "RESUME_TOOL",

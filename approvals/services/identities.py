@@ -35,12 +35,17 @@ from policy.facts import is_normal_absolute
 log = logging.getLogger(__name__)
 
 
+# A token's kind is in its prefix, so a call is looked up in one table (`approvals.auth`).
+AGENT_TOKEN_PREFIX = "gha_"  # noqa: S105  (a prefix, not a secret)
+PERSONAL_TOKEN_PREFIX = "ghp_"  # noqa: S105
+
+
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _new_token(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_urlsafe(32)}"
+    return f"{prefix}{secrets.token_urlsafe(32)}"
 
 
 def default_team() -> Team:
@@ -64,7 +69,7 @@ def agent_create(
     team = team or default_team()
     if Agent.objects.filter(team=team, name=name).exists():
         raise ServiceError(f"an agent named {name!r} already exists in team {team.name!r}")
-    token = _new_token("gha")
+    token = _new_token(AGENT_TOKEN_PREFIX)
     agent = Agent.objects.create(
         name=name,
         team=team,
@@ -142,7 +147,7 @@ def personal_token_create(*, user: User, expires_in_days: int = 0) -> str:
     """A new personal API token (shown once); it stops working after `expires_in_days` (0: never)."""
     if expires_in_days not in TOKEN_LIFETIMES_DAYS:
         raise ServiceError(f"a token lasts one of {TOKEN_LIFETIMES_DAYS} days (0: until revoked)")
-    token = _new_token("ghp")
+    token = _new_token(PERSONAL_TOKEN_PREFIX)
     expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None
     PersonalToken.objects.create(user=user, token_hash=token_hash(token), token_prefix=token[:8], expires_at=expires_at)
     return token

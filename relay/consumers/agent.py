@@ -15,7 +15,7 @@ from django.conf import settings
 from approvals import events, selectors, services
 from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
 from approvals.calls import CallInvalid, parse_call
-from approvals.models import Agent, AuditKind, Decision, PermissionRequest, RequestState
+from approvals.models import Agent, Decision, PermissionRequest, RequestState
 from policy.errors import classify_tool_error
 from relay import drain
 from relay import selectors as relay_selectors
@@ -102,10 +102,10 @@ def _authenticate(token: str) -> tuple[Agent | None, int]:
 
 
 def _finished(request_ids: list[uuid.UUID]) -> list[tuple[PermissionRequest, Decision]]:
-    requests = PermissionRequest.objects.filter(pk__in=request_ids).exclude(state=RequestState.PENDING)
-    outcomes = Decision.objects.filter(request_id__in=request_ids, kind=AuditKind.DECISION)
-    decisions = {d.request_id: d for d in outcomes}
-    return [(r, decisions[r.pk]) for r in requests if r.pk in decisions]
+    """The finished requests among these, each with its outcome row, in one read."""
+    requests = PermissionRequest.objects.filter(pk__in=request_ids, decision__isnull=False)
+    requests = requests.exclude(state=RequestState.PENDING).select_related("decision")
+    return [(request, request.decision) for request in requests if request.decision is not None]
 
 
 class SocketCount:

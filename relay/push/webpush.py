@@ -91,12 +91,16 @@ class WebPushAnnouncer:
             )
 
     def _tell_finished(self, request_id: uuid.UUID) -> None:
+        # Most asks were pushed to nobody: one read finds that out, and ends the job.
+        notified = selectors.subscriptions_notified(request_id)
+        if not notified:
+            return
         request = approval_selectors.request_get(request_id)
         decision = approval_selectors.decision_for(request) if request is not None else None
         if request is None or decision is None:
             return
         payload = notify.finished_payload(request, decision)
-        for subscription in selectors.subscriptions_notified(request_id):
+        for subscription in notified:
             self.queue.put(
                 Job(
                     _host(subscription.endpoint),

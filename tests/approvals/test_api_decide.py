@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from approvals.models import Decision, Rule
 from tests.approvals.conftest import Api
@@ -103,6 +105,17 @@ class DecideTests:
     def test_it_hides_another_teams_request_from_its_approver(self, api_as: Any, mallory: Any, pending: Any) -> None:
         response = api_as(mallory).post(decide_url(pending()), {"behavior": "allow"})
         assert response.status_code == 404
+
+    def test_it_reads_the_token_the_request_and_the_role_once_each(self, api_as: Any, alice: Any, pending: Any) -> None:
+        request, client = pending(), api_as(alice)
+        with CaptureQueriesContext(connection) as captured:
+            response = client.post(decide_url(request), {"behavior": "deny"})
+        assert response.status_code == 200, response.content
+        reads = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("SELECT")]
+        for table in ("approvals_personaltoken", "approvals_membership"):
+            assert len([q for q in reads if f'FROM "{table}"' in q]) == 1, (table, reads)
+        # A person's token is never looked up among the agents'.
+        assert not [q for q in reads if 'FROM "approvals_agent"' in q], reads
 
     @pytest.mark.parametrize(
         ("body", "field"),

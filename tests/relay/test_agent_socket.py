@@ -243,3 +243,28 @@ class AgentAskTests:
         assert refused == {"type": "error", "code": "invalid_request", "ref": "r2", "message": refused["message"]}
         assert "priority" in refused["message"]
         assert PermissionRequest.objects.count() == 1
+
+
+class OwedDecisionsReadTests:
+    def test_the_finished_requests_and_their_outcomes_are_one_read(self, ci_bot: Any, alice: Any) -> None:
+        """What a socket owes after a submit, a resume or a re-check: pending ones are not finished."""
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        from relay.consumers.agent import _finished
+
+        def ask(command: str) -> PermissionRequest:
+            result = services.request_submit(agent=ci_bot.agent, call=ask_call(command, tool_use_id=command))
+            assert result.decision is None
+            return result.request
+
+        allowed, cancelled, waiting = ask("rm -rf a"), ask("rm -rf b"), ask("rm -rf c")
+        services.request_decide(allowed.pk, services.Answer(behavior="allow", surface="web", user=alice))
+        services.request_cancel(request=cancelled)
+        with CaptureQueriesContext(connection) as captured:
+            owed = _finished([allowed.pk, cancelled.pk, waiting.pk])
+        assert len(captured.captured_queries) == 1, captured.captured_queries
+        outcomes = {request.pk: decision for request, decision in owed}
+        assert set(outcomes) == {allowed.pk, cancelled.pk}
+        assert outcomes[allowed.pk] == Decision.objects.get(request=allowed, kind="decision")
+        assert outcomes[allowed.pk].behavior == "allow" and outcomes[cancelled.pk].behavior == "deny"

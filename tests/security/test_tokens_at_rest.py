@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from django.apps import apps
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from approvals import services
-from approvals.auth import authenticate_token
+from approvals.auth import AgentPrincipal, authenticate_token
 from tests.live import ROOT
 
 
@@ -47,6 +48,39 @@ class TokensAtRestTests:
     def test_it_refuses_a_revoked_token(self, ci_bot: Any) -> None:
         services.agent_revoke(agent=ci_bot.agent)
         assert authenticate_token(ci_bot.token) is None
+
+    def test_each_token_is_read_from_its_own_kind_only(self, ci_bot: Any, alice: Any) -> None:
+        """The prefix picks the table: one read per token, and a token never crosses kinds."""
+        personal = services.personal_token_create(user=alice)
+        agent_secret = ci_bot.token.removeprefix(services.AGENT_TOKEN_PREFIX)
+        personal_secret = personal.removeprefix(services.PERSONAL_TOKEN_PREFIX)
+        # token -> who it is (None: refused)
+        cases = {
+            ci_bot.token: "agent",
+            personal: "alice",
+            services.PERSONAL_TOKEN_PREFIX + agent_secret: None,
+            services.AGENT_TOKEN_PREFIX + personal_secret: None,
+            agent_secret: None,
+            personal_secret: None,
+            "gha_": None,
+            "ghp_": None,
+            "GHA_" + agent_secret: None,
+        }
+        for token, expected in cases.items():
+            with CaptureQueriesContext(connection) as reads:
+                principal = authenticate_token(token)
+            found = "agent" if isinstance(principal, AgentPrincipal) else getattr(principal, "username", None)
+            assert found == expected, token
+            prefixed = token.startswith((services.AGENT_TOKEN_PREFIX, services.PERSONAL_TOKEN_PREFIX))
+            selects = [q["sql"] for q in reads.captured_queries if q["sql"].startswith("SELECT")]
+            assert len(selects) == (1 if prefixed else 2), (token, selects)
+
+    def test_a_token_of_neither_prefix_is_still_found(self, default_team: Any) -> None:
+        agent, _ = services.agent_create(name="imported", team=default_team)
+        agent.token_hash = services.token_hash("legacy-token-without-a-prefix")
+        agent.save(update_fields=["token_hash"])
+        principal = authenticate_token("legacy-token-without-a-prefix")
+        assert isinstance(principal, AgentPrincipal) and principal.agent.pk == agent.pk
 
 
 def comparisons_of_secrets(path: Any) -> list[str]:
