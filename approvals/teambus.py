@@ -9,6 +9,11 @@ switch. A PUBLISH is one command, and the subscriber reads the message from the
 connection it holds open. The agents', waiters' and people's groups, one socket each,
 stay on the channel layer.
 
+A process hears its own doorbells at once, without the round trip through Redis: each
+is handed to the process's own subscriptions (`_LOCAL`) as it is rung, and published
+marked with the process's `ORIGIN`, so the copy Redis sends back is dropped. Without
+Redis there is one server process, and that hand-over is the whole bus.
+
 Delivery is at most once, as on the channel layer: a subscription whose connection
 breaks (Redis restarted, the network cut) reports it once (`lost`) and is dropped; the
 fan-out then closes its sockets, and their pages reconnect, subscribe and refetch.
@@ -20,6 +25,7 @@ import asyncio
 import functools
 import json
 import logging
+import uuid
 import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -50,8 +56,18 @@ def is_team_group(group: str) -> bool:
     return group.startswith(TEAM_GROUP_PREFIX)
 
 
-def _channel(group: str) -> str:
+def channel(group: str) -> str:
     return f"{settings.GATEHOUSE_REDIS_PREFIX}:doorbell:{group}"
+
+
+# This process's mark on the doorbells it publishes; its own subscriptions have heard
+# them already, so they drop the copy Redis sends back.
+ORIGIN = uuid.uuid4().hex
+
+
+def wire(event: dict[str, Any], origin: str = ORIGIN) -> str:
+    """A doorbell as published on Redis: the event and the process that rang it."""
+    return json.dumps({"origin": origin, "event": event})
 
 
 _publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, redis.asyncio.Redis] = weakref.WeakKeyDictionary()
@@ -59,14 +75,14 @@ _publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, redis.asyncio.
 
 async def publish(group: str, event: dict[str, Any]) -> None:
     """Ring a team group on every server process, from the server's event loop."""
+    _LOCAL.deliver(group, event)
     if not settings.REDIS_URL:
-        _IN_PROCESS.deliver(group, event)
         return
     loop = asyncio.get_running_loop()
     client = _publishers.get(loop)
     if client is None:
         client = _publishers[loop] = redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=PUBLISH_TIMEOUT)
-    await client.publish(_channel(group), json.dumps(event))
+    await client.publish(channel(group), wire(event))
 
 
 def publish_now(group: str, event: dict[str, Any]) -> None:
@@ -75,10 +91,10 @@ def publish_now(group: str, event: dict[str, Any]) -> None:
     A client per short-lived loop would keep its connection open after the loop is gone:
     one socket leaked per doorbell. This one client's pool is shared by the threads.
     """
+    _LOCAL.deliver(group, event)
     if not settings.REDIS_URL:
-        _IN_PROCESS.deliver(group, event)
         return
-    _blocking_client(settings.REDIS_URL).publish(_channel(group), json.dumps(event))
+    _blocking_client(settings.REDIS_URL).publish(channel(group), wire(event))
 
 
 @functools.cache
@@ -99,12 +115,14 @@ def subscribe(deliver: Deliver, lost: Lost) -> Subscription:
     """A subscription of this process: `deliver(group, event)` per doorbell, `lost(error)` once if it breaks."""
     if settings.REDIS_URL:
         return RedisSubscription(settings.REDIS_URL, deliver, lost)
-    return _IN_PROCESS.subscribe(deliver)
+    return _LOCAL.subscribe(deliver)
 
 
 class RedisSubscription:
     def __init__(self, url: str, deliver: Deliver, lost: Lost) -> None:
         self._deliver, self._lost = deliver, lost
+        # This process's own doorbells, heard as they are rung.
+        self._local = _LOCAL.subscribe(deliver)
         # No retries: a reconnect would resubscribe quietly and hide the doorbells missed
         # meanwhile. A broken connection ends the subscription, and `lost` says so.
         self._client = redis.asyncio.Redis.from_url(
@@ -120,20 +138,27 @@ class RedisSubscription:
         self._commands = asyncio.Lock()
 
     async def add(self, group: str) -> None:
-        channel = _channel(group)
-        self._groups[channel] = group
-        confirmed = self._confirmed[channel] = asyncio.get_running_loop().create_future()
-        async with self._commands:
-            await self._pubsub.subscribe(channel)
-            if self._reader is None:
-                self._reader = asyncio.ensure_future(self._read())
-        await asyncio.wait_for(asyncio.shield(confirmed), SUBSCRIBE_TIMEOUT)
+        name = channel(group)
+        self._groups[name] = group
+        confirmed = self._confirmed[name] = asyncio.get_running_loop().create_future()
+        try:
+            async with self._commands:
+                await self._pubsub.subscribe(name)
+                if self._reader is None:
+                    self._reader = asyncio.ensure_future(self._read())
+            await asyncio.wait_for(asyncio.shield(confirmed), SUBSCRIBE_TIMEOUT)
+        except BaseException:
+            self._groups.pop(name, None)
+            self._confirmed.pop(name, None)
+            raise
+        await self._local.add(group)
 
     async def remove(self, group: str) -> None:
-        channel = _channel(group)
-        self._groups.pop(channel, None)
+        name = channel(group)
+        self._groups.pop(name, None)
+        await self._local.remove(group)
         async with self._commands:
-            await self._pubsub.unsubscribe(channel)
+            await self._pubsub.unsubscribe(name)
 
     async def close(self) -> None:
         self._closed = True
@@ -142,6 +167,7 @@ class RedisSubscription:
         await self._release()
 
     async def _release(self) -> None:
+        await self._local.close()
         try:
             await self._pubsub.aclose()  # type: ignore[attr-defined]  # redis 5+ has it; the stubs predate it
             await self._client.aclose()  # type: ignore[attr-defined]
@@ -174,17 +200,19 @@ class RedisSubscription:
                 confirmed.set_result(None)
         elif message["type"] == "message" and channel in self._groups:
             try:
-                event = json.loads(message["data"])
-            except ValueError:
-                log.warning("ignored a doorbell on %s that is not JSON", channel)
+                doorbell = json.loads(message["data"])
+                origin, event = doorbell["origin"], doorbell["event"]
+            except (ValueError, TypeError, KeyError):
+                log.warning("ignored a doorbell on %s that is not a JSON origin and event", channel)
                 return
-            self._deliver(self._groups[channel], event)
+            if origin != ORIGIN and isinstance(event, dict):
+                self._deliver(self._groups[channel], event)
 
 
-class InProcessSubscription:
-    """Without Redis there is one server process: its doorbells go straight to its subscribers."""
+class LocalSubscription:
+    """A subscription to this process's own doorbells (the whole bus without Redis)."""
 
-    def __init__(self, bus: InProcessBus, deliver: Deliver) -> None:
+    def __init__(self, bus: LocalBus, deliver: Deliver) -> None:
         self._bus, self._deliver = bus, deliver
         self._loop = asyncio.get_running_loop()
         self.groups: set[str] = set()
@@ -211,12 +239,12 @@ class InProcessSubscription:
             self._loop.call_soon_threadsafe(self._deliver, group, event)
 
 
-class InProcessBus:
+class LocalBus:
     def __init__(self) -> None:
-        self.subscribers: set[InProcessSubscription] = set()
+        self.subscribers: set[LocalSubscription] = set()
 
-    def subscribe(self, deliver: Deliver) -> InProcessSubscription:
-        subscription = InProcessSubscription(self, deliver)
+    def subscribe(self, deliver: Deliver) -> LocalSubscription:
+        subscription = LocalSubscription(self, deliver)
         self.subscribers.add(subscription)
         return subscription
 
@@ -225,4 +253,4 @@ class InProcessBus:
             subscription.hear(group, event)
 
 
-_IN_PROCESS = InProcessBus()
+_LOCAL = LocalBus()

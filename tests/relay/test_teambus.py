@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from typing import Any
 
 import pytest
 import redis
+import redis.asyncio
 from django.test import override_settings
 
 from approvals import events, teambus
@@ -35,6 +37,15 @@ def redis_url() -> Any:
         yield server
 
 
+async def ring_from_another_process(url: str, group: str, event: dict[str, Any]) -> None:
+    """A doorbell as another server process publishes it: only Redis brings it here."""
+    client = redis.asyncio.Redis.from_url(url)
+    try:
+        await client.publish(teambus.channel(group), teambus.wire(event, origin="another-process"))
+    finally:
+        await client.aclose()
+
+
 class RedisBusTests:
     def test_groups_subscribed_at_once_each_hear_their_own_doorbells(self, redis_url: Any) -> None:
         async def scenario() -> list[tuple[str, dict[str, Any]]]:
@@ -43,11 +54,14 @@ class RedisBusTests:
             # Joined together, as two dashboards of two teams connecting at once.
             await asyncio.wait_for(asyncio.gather(*(subscription.add(f"team.{n}") for n in (1, 2, 3))), WAIT)
             for n in (3, 1, 4, 2):
-                await teambus.publish(f"team.{n}", {"type": "request.created", "request_id": str(n)})
+                await ring_from_another_process(
+                    redis_url.url, f"team.{n}", {"type": "request.created", "request_id": str(n)}
+                )
             got = [await heard.next() for _ in range(3)]
             await subscription.remove("team.1")
-            await teambus.publish("team.1", {"type": "request.created", "request_id": "gone"})
-            await teambus.publish("team.2", {"type": "test.marker"})
+            await ring_from_another_process(redis_url.url, "team.1", {"type": "request.created", "request_id": "gone"})
+            await teambus.publish("team.1", {"type": "request.created", "request_id": "gone, ours"})
+            await ring_from_another_process(redis_url.url, "team.2", {"type": "test.marker"})
             got.append(await heard.next())
             await subscription.close()
             return got
@@ -79,7 +93,7 @@ class RedisBusTests:
             again = Heard()
             fresh = again.subscribe()
             await fresh.add("team.1")
-            await teambus.publish("team.1", {"type": "request.created", "request_id": "after"})
+            await ring_from_another_process(redis_url.url, "team.1", {"type": "request.created", "request_id": "after"})
             got = await again.next()
             await subscription.close()
             await fresh.close()
@@ -88,6 +102,59 @@ class RedisBusTests:
         lost, lost_again, got = asyncio.run(scenario())
         assert isinstance(lost, Exception) and lost_again == 0
         assert got == ("team.1", {"type": "request.created", "request_id": "after"})
+
+
+class OwnDoorbellTests:
+    def test_the_process_hears_its_own_doorbells_once_and_at_once(self, redis_url: Any) -> None:
+        """Handed over as they are rung; the copy Redis sends back is dropped; other processes hear it."""
+
+        async def scenario() -> tuple[list[tuple[str, dict[str, Any]]], int, dict[str, Any]]:
+            heard = Heard()
+            subscription = heard.subscribe()
+            await subscription.add("team.1")
+            raw = redis.asyncio.Redis.from_url(redis_url.url).pubsub()
+            await raw.subscribe(teambus.channel("team.1"))
+            await raw.get_message(timeout=WAIT)  # the subscribe confirmation
+            await teambus.publish("team.1", {"type": "request.created", "request_id": "ours"})
+            at_once = heard.events.qsize()  # before this loop ran anything else
+            published = await raw.get_message(timeout=WAIT)
+            # Another process's doorbell after ours: by the time it is heard, ours came back too.
+            await ring_from_another_process(redis_url.url, "team.1", {"type": "test.marker"})
+            got = [await heard.next(), await heard.next()]
+            await raw.aclose()
+            await subscription.close()
+            assert heard.events.empty(), "our own doorbell was heard twice"
+            assert published is not None
+            return got, at_once, json.loads(published["data"])
+
+        got, at_once, published = asyncio.run(scenario())
+        assert at_once == 1
+        assert got == [
+            ("team.1", {"type": "request.created", "request_id": "ours"}),
+            ("team.1", {"type": "test.marker"}),
+        ]
+        assert published == {"origin": teambus.ORIGIN, "event": {"type": "request.created", "request_id": "ours"}}
+
+    @pytest.mark.parametrize(
+        "data",
+        [b"not json", b"[1, 2]", b'{"event": {}}', b'{"origin": "x"}', b'{"origin": "x", "event": [1]}', b"null"],
+        ids=["not-json", "list", "no-origin", "no-event", "event-not-object", "null"],
+    )
+    def test_a_malformed_doorbell_is_dropped_and_the_next_one_heard(self, redis_url: Any, data: bytes) -> None:
+        async def scenario() -> tuple[str, dict[str, Any]]:
+            heard = Heard()
+            subscription = heard.subscribe()
+            await subscription.add("team.1")
+            client = redis.asyncio.Redis.from_url(redis_url.url)
+            await client.publish(teambus.channel("team.1"), data)
+            await client.aclose()
+            await ring_from_another_process(redis_url.url, "team.1", {"type": "test.marker"})
+            got = await heard.next()
+            await subscription.close()
+            assert heard.lost.empty()
+            return got
+
+        assert asyncio.run(scenario()) == ("team.1", {"type": "test.marker"})
 
 
 class FromAThreadTests:
