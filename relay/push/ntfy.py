@@ -67,7 +67,7 @@ class NtfyAnnouncer:
         self.queue = SendQueue("ntfy", per_key_interval=0.0, global_rate=50.0)
 
     def request_created(self, request: PermissionRequest) -> None:
-        self.queue.put(Job("", partial(self._fan_out, request.pk), f"ntfy {request.pk}"))
+        self.queue.put(Job("", partial(self._fan_out, request.pk, request.team_id), f"ntfy {request.pk}"))
 
     def request_finished(self, request: PermissionRequest, decision: Decision) -> None:
         return None  # the buttons clear themselves when pressed; a late press gets 409/410
@@ -75,9 +75,15 @@ class NtfyAnnouncer:
     def request_updated(self, request: PermissionRequest, row: Decision) -> None:
         """A ladder step (reminder, escalation) publishes the ask again to everyone who has not approved it."""
         if row.kind in notify.LADDER_STEPS:
-            self.queue.put(Job("", partial(self._fan_out, request.pk, again=True), f"ntfy again {request.pk}"))
+            self.queue.put(
+                Job("", partial(self._fan_out, request.pk, request.team_id, again=True), f"ntfy again {request.pk}")
+            )
 
-    def _fan_out(self, request_id: uuid.UUID, *, again: bool = False) -> None:
+    def _fan_out(self, request_id: uuid.UUID, team_id: int, *, again: bool = False) -> None:
+        # Most teams have no one to tell: one read finds that out, and ends the job.
+        recipients = selectors.ntfy_topics_for(team_id)
+        if not recipients:
+            return
         request = approval_selectors.request_get(request_id)
         if request is None or request.state != RequestState.PENDING:
             return
@@ -86,7 +92,7 @@ class NtfyAnnouncer:
         approved = selectors.voters_of(request_id) if again else set()
         if again:
             notice = notify.again(notice)
-        for topic in selectors.ntfy_topics_for(request):
+        for topic in recipients:
             if topic.user_id in approved:
                 continue
             tokens = services.action_tokens_issue(request=request, user=topic.user, channel=CHANNEL, actions=actions)

@@ -8,26 +8,28 @@ from django.contrib.auth.models import User
 from django.db.models import Q
 
 from approvals import permissions
-from approvals.models import AuditKind, Decision, Membership, PermissionRequest, Role
+from approvals.models import AuditKind, Decision, Membership, Role
 from relay.models import NtfyTopic, PushActionToken, PushSubscription
 
 
-def deciders_of(request: PermissionRequest) -> Q:
-    """The active people who may decide `request`: its team's approvers and the superusers.
+def deciders_of(team_id: int) -> Q:
+    """The active people who may decide the team's requests: its approvers and the superusers.
 
     - The same rule as `approvals.permissions.can_decide`, as one query for many people.
     """
     deciding = [role for role in Role if permissions.at_least(role, Role.APPROVER)]  # admins decide too
-    approvers = Membership.objects.filter(team_id=request.team_id, role__in=deciding).values("user_id")
+    approvers = Membership.objects.filter(team_id=team_id, role__in=deciding).values("user_id")
     return Q(user__is_active=True) & (Q(user__is_superuser=True) | Q(user_id__in=approvers))
 
 
-def subscriptions_for(request: PermissionRequest) -> list[PushSubscription]:
-    return list(PushSubscription.objects.filter(deciders_of(request)).select_related("user").order_by("id"))
+def subscriptions_for(team_id: int) -> list[PushSubscription]:
+    """The browsers an ask of this team is pushed to."""
+    return list(PushSubscription.objects.filter(deciders_of(team_id)).select_related("user").order_by("id"))
 
 
-def ntfy_topics_for(request: PermissionRequest) -> list[NtfyTopic]:
-    return list(NtfyTopic.objects.filter(deciders_of(request)).select_related("user").order_by("id"))
+def ntfy_topics_for(team_id: int) -> list[NtfyTopic]:
+    """The ntfy topics an ask of this team is published to."""
+    return list(NtfyTopic.objects.filter(deciders_of(team_id)).select_related("user").order_by("id"))
 
 
 def voters_of(request_id: uuid.UUID) -> set[int]:

@@ -53,7 +53,7 @@ class WebPushAnnouncer:
         self.session.trust_env = False  # never through a proxy the environment names
 
     def request_created(self, request: PermissionRequest) -> None:
-        self.queue.put(Job("", partial(self._fan_out, request.pk), f"push {request.pk}"))
+        self.queue.put(Job("", partial(self._fan_out, request.pk, request.team_id), f"push {request.pk}"))
 
     def request_finished(self, request: PermissionRequest, decision: Decision) -> None:
         self.queue.put(Job("", partial(self._tell_finished, request.pk), f"push finished {request.pk}"))
@@ -61,11 +61,17 @@ class WebPushAnnouncer:
     def request_updated(self, request: PermissionRequest, row: Decision) -> None:
         """A ladder step (reminder, escalation) pushes the ask again to everyone who has not approved it."""
         if row.kind in notify.LADDER_STEPS:
-            self.queue.put(Job("", partial(self._fan_out, request.pk, again=True), f"push again {request.pk}"))
+            self.queue.put(
+                Job("", partial(self._fan_out, request.pk, request.team_id, again=True), f"push again {request.pk}")
+            )
 
     # jobs (sender thread) -------------------------------------------------------------------
 
-    def _fan_out(self, request_id: uuid.UUID, *, again: bool = False) -> None:
+    def _fan_out(self, request_id: uuid.UUID, team_id: int, *, again: bool = False) -> None:
+        # Most teams have no one to tell: one read finds that out, and ends the job.
+        recipients = selectors.subscriptions_for(team_id)
+        if not recipients:
+            return
         request = approval_selectors.request_get(request_id)
         if request is None or request.state != RequestState.PENDING:
             return
@@ -74,7 +80,7 @@ class WebPushAnnouncer:
         approved = selectors.voters_of(request_id) if again else set()
         if again:
             notice = notify.again(notice)
-        for subscription in selectors.subscriptions_for(request):
+        for subscription in recipients:
             if subscription.user_id in approved:
                 continue
             tokens = services.action_tokens_issue(

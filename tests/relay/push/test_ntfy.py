@@ -95,6 +95,20 @@ class NtfyTests:
         assert announcer.queue.wait_idle(10)
         assert fake.on_topic(bobs) == [] and fake.on_topic(mallorys) == []
 
+    def test_an_ask_of_a_team_nobody_follows_costs_one_read(self, ntfy, bob, mallory, ci_bot):
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        fake, announcer = ntfy
+        topic_of(bob), topic_of(mallory)  # a viewer and another team's approver: not told
+        request = ask(ci_bot.agent)
+        assert announcer.queue.wait_idle(10)
+        with CaptureQueriesContext(connection) as captured:
+            announcer._fan_out(request.pk, request.team_id)  # the job the ask queued, run again in view
+        assert len(captured.captured_queries) == 1, captured.captured_queries
+        assert announcer.queue.wait_idle(10)
+        assert fake.messages == []
+
     def test_a_team_admin_gets_it_and_a_reminder_publishes_it_again(self, ntfy, carol, ci_bot):
         from django.utils import timezone
 

@@ -170,18 +170,23 @@ class DeliveryTests:
         assert finished.payload["request_id"] == str(request.pk)
         assert "Denied by alice via web" in finished.payload["summary"]
 
-    def test_the_end_of_an_ask_pushed_to_nobody_costs_one_read(self, push_service, announcer, alice, ci_bot):
+    def test_an_ask_pushed_to_nobody_costs_one_read_at_each_end(self, push_service, announcer, alice, ci_bot):
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
         from approvals import services
 
         request = ask(ci_bot.agent, "npm run lint")
+        assert announcer.queue.wait_idle(15)
+        # The jobs the ask and its decision queued, run again in view.
+        with CaptureQueriesContext(connection) as asked:
+            announcer._fan_out(request.pk, request.team_id)
         services.request_decide(request.pk, services.Answer(behavior="deny", surface="web", user=alice))
         assert announcer.queue.wait_idle(15)
-        with CaptureQueriesContext(connection) as captured:
-            announcer._tell_finished(request.pk)  # the job the decision queued, run again in view
-        assert len(captured.captured_queries) == 1, captured.captured_queries
+        with CaptureQueriesContext(connection) as ended:
+            announcer._tell_finished(request.pk)
+        assert len(asked.captured_queries) == 1, asked.captured_queries
+        assert len(ended.captured_queries) == 1, ended.captured_queries
         assert announcer.queue.wait_idle(15)
         assert not [d for d in push_service.delivered if d.payload.get("request_id") == str(request.pk)]
 
