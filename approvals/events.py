@@ -3,7 +3,7 @@
 Groups:
 - `team.<team_id>`: every dashboard of that team's members (superusers join `team.all`);
   rung on Redis pub/sub and heard once per server process (`approvals.teambus`).
-- `agent.<agent_id>`: every socket of that agent.
+- `agent.<agent_id>`: every socket of that agent; on the same bus as the teams'.
 - `request.<uuid>`: long-poll waiters for one request.
 - `user.<user_id>`: every dashboard socket of one person (closed on logout).
 
@@ -96,13 +96,13 @@ def send(groups: list[str], event: dict[str, Any]) -> None:
 
 
 def _send_now(layer: BaseChannelLayer, groups: list[str], event: dict[str, Any]) -> None:
-    """Send from a thread with no server loop: the teams' groups at once, the others through a loop of their own."""
-    for group in (g for g in groups if teambus.is_team_group(g)):
+    """Send from a thread with no server loop: the bus's groups at once, the others through a loop of their own."""
+    for group in (g for g in groups if teambus.on_bus(g)):
         try:
             teambus.publish_now(group, event)
         except Exception:  # the database stays the truth; clients refetch on reconnect
             log.exception("event %s to %s was not delivered", event.get("type"), group)
-    others = [g for g in groups if not teambus.is_team_group(g)]
+    others = [g for g in groups if not teambus.on_bus(g)]
     if not others:
         return
     # One hop to a loop for all the groups, not one each: from a sync thread every
@@ -178,11 +178,10 @@ DOORBELLS = Doorbells()
 
 
 async def _send_all(layer: BaseChannelLayer, groups: list[str], event: dict[str, Any]) -> None:
-    # The teams' groups are heard by each process's one subscription (approvals.teambus),
-    # the others by single sockets on the channel layer.
+    # The teams' and agents' groups are heard by each process's one subscription
+    # (approvals.teambus), the others by single sockets on the channel layer.
     sends = [
-        teambus.publish(group, event) if teambus.is_team_group(group) else layer.group_send(group, event)
-        for group in groups
+        teambus.publish(group, event) if teambus.on_bus(group) else layer.group_send(group, event) for group in groups
     ]
     outcomes = await asyncio.gather(*sends, return_exceptions=True)
     for group, outcome in zip(groups, outcomes, strict=True):

@@ -1,13 +1,12 @@
-"""The teams' doorbells: Redis pub/sub between server processes, in-process without Redis.
+"""The teams' and agents' doorbells: Redis pub/sub between server processes, in-process without Redis.
 
-A team's dashboards hear its requests through their process's one subscription per team
-(`relay.fanout.LocalGroups`). On the channel layer (channels-redis) a group message is
+A team's dashboards hear its requests, and an agent's sockets its decisions, through
+their process's one subscription (`relay.fanout.LocalGroups`). On the channel layer (channels-redis) a group message is
 stored once per member channel and popped by the receiver: one team doorbell cost ~13
 Redis commands (the group's members and their expiry, a Lua script, then the receiver's
 BZPOPMIN and its backup queue), each a round trip and, on a small machine, a context
 switch. A PUBLISH is one command, and the subscriber reads the message from the
-connection it holds open. The agents', waiters' and people's groups, one socket each,
-stay on the channel layer.
+connection it holds open. The waiters' and people's groups stay on the channel layer.
 
 A process hears its own doorbells at once, without the round trip through Redis: each
 is handed to the process's own subscriptions (`_LOCAL`) as it is rung, and published
@@ -38,7 +37,7 @@ from redis.backoff import NoBackoff
 
 log = logging.getLogger(__name__)
 
-TEAM_GROUP_PREFIX = "team."
+BUS_GROUP_PREFIXES = ("team.", "agent.")
 # A subscription not confirmed by Redis within this long fails (the socket that asked
 # gets an error frame and retries).
 SUBSCRIBE_TIMEOUT = 10.0
@@ -52,8 +51,9 @@ Deliver = Callable[[str, dict[str, Any]], None]
 Lost = Callable[[BaseException], None]
 
 
-def is_team_group(group: str) -> bool:
-    return group.startswith(TEAM_GROUP_PREFIX)
+def on_bus(group: str) -> bool:
+    """Whether a group's doorbells ride this bus: the teams' (dashboards) and the agents' (their sockets)."""
+    return group.startswith(BUS_GROUP_PREFIXES)
 
 
 def channel(group: str) -> str:

@@ -225,7 +225,7 @@ class LocalGroups:
                 log.warning("a socket is %d events behind on %s; dropped one", MAX_BACKLOG, group)
 
     def _lost(self, error: BaseException) -> None:
-        log.warning("lost the subscription to the team groups; closing their sockets: %s", error)
+        log.warning("lost the subscription to the doorbell groups; closing their sockets: %s", error)
         # The subscription closes itself; the next socket to join starts a new one.
         groups, self._groups, self._subscription = self._groups, {}, None
         for local in groups.values():

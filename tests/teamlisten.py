@@ -1,4 +1,7 @@
-"""Hear a team's doorbells as a server process does: one subscription (`approvals.teambus`) on a thread of its own."""
+"""Hear the bus's doorbells (teams', agents') as a server process does.
+
+One subscription (`approvals.teambus`) on a thread of its own.
+"""
 
 from __future__ import annotations
 

@@ -135,6 +135,12 @@ SOCKETS_PER_AGENT = SocketCount()
 class AgentConsumer(GatehouseConsumer):
     """`/ws/agent/`: many requests in flight per socket, each answered exactly once."""
 
+    # No channel of its own on the channel layer (an alias that is not configured: Channels
+    # then gives the consumer none): the agent's doorbells come through the bus
+    # (`approvals.teambus`), so the socket holds no channel-layer receive a Redis restart
+    # could break, and costs Redis nothing while idle.
+    channel_layer_alias = "none: agent sockets hear the bus"
+
     frame_handlers = {
         "permission_request": "on_permission_request",
         "cancel": "on_cancel",
@@ -182,7 +188,7 @@ class AgentConsumer(GatehouseConsumer):
             await self.drain()
             return
         try:
-            await self.group_join(events.agent_group(agent.pk))
+            await self.bus_join(events.agent_group(agent.pk))
         except Exception:
             # No doorbell (the channel layer is down): decisions still arrive through
             # the periodic database re-check, only later.

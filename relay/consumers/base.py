@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -15,7 +16,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from approvals import strict_json
-from relay import drain
+from relay import drain, fanout
 from relay import selectors as relay_selectors
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,10 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_RATE_LIMITED = 4429
 CLOSE_UNAVAILABLE = 4503
-CLOSE_EVENTS_LOST = 1011  # what a socket whose own channel breaks gets from the server
+# The process lost its subscription to the socket's doorbells: reconnect, then resume or
+# refetch. (1011, what a socket whose own channel breaks gets, is Daphne's alone to send:
+# a close code from the application must be 1000 or 3000-4999.)
+CLOSE_EVENTS_LOST = 4011
 
 # Keys an agent may send in `request`, the same as `POST /api/v1/permission-requests`.
 # `pre_tool_use_hooks` are the outputs of the agent harness's own PreToolUse hooks: the
@@ -111,10 +115,50 @@ def request_id_of(frame: dict[str, Any]) -> uuid.UUID:
     return request_id
 
 
+async def _forward(receive: Callable[[], Awaitable[dict[str, Any]]], inbox: asyncio.Queue[dict[str, Any]]) -> None:
+    while True:
+        message = await receive()
+        inbox.put_nowait(message)
+        if message.get("type") == "websocket.disconnect":
+            return
+
+
 class GatehouseConsumer(AsyncWebsocketConsumer):
-    """What both consumers share: strict frames, a rate limit, and tolerant dispatch."""
+    """What both consumers share: strict frames, a rate limit, tolerant dispatch, one inbox."""
 
     frame_handlers: dict[str, str] = {}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        # The doorbells of the bus's groups (the teams', the agents'; approvals.teambus)
+        # come through the process's one subscription (relay.fanout.GROUPS) into this
+        # inbox, and the client's frames are forwarded into it too: one queue handles
+        # both in arrival order, so a snapshot and the events around it never overtake
+        # each other.
+        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.bus_groups: list[str] = []
+        forward = asyncio.ensure_future(_forward(receive, self.inbox))
+        try:
+            await super().__call__(scope, self.inbox.get, send)
+        finally:
+            forward.cancel()
+            await self.leave_bus_groups()
+
+    async def bus_join(self, group: str) -> None:
+        """Hear a bus group's doorbells (`approvals.teambus.on_bus`) from when this returns."""
+        await fanout.GROUPS.join(group, self.inbox)
+        self.bus_groups.append(group)
+
+    async def leave_bus_groups(self) -> None:
+        groups, self.bus_groups = self.bus_groups, []
+        for group in groups:
+            await fanout.GROUPS.leave(group, self.inbox)
+
+    async def fanout_lost(self, event: dict[str, Any]) -> None:
+        # The process lost its subscription to one of this socket's groups: rather than
+        # silently stop hearing, close; the client reconnects, and resumes or refetches.
+        log.warning("%s closed: lost the events of %s", type(self).__name__, event.get("group"))
+        self.closing = True
+        await self.close(CLOSE_EVENTS_LOST)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # An event type this consumer has no use for (a newer server process, another

@@ -7,7 +7,6 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from django.urls import reverse
@@ -18,7 +17,6 @@ from approvals.cards import render_card_as
 from approvals.models import PermissionRequest, RequestState, Role
 from relay import drain, fanout
 from relay.consumers.base import (
-    CLOSE_EVENTS_LOST,
     CLOSE_UNAUTHENTICATED,
     CLOSE_UNAVAILABLE,
     FrameError,
@@ -135,32 +133,10 @@ def _finished_events(request_ids: list[str]) -> list[dict[str, Any]]:
     return finished
 
 
-async def _forward(receive: Callable[[], Awaitable[dict[str, Any]]], inbox: asyncio.Queue[dict[str, Any]]) -> None:
-    while True:
-        message = await receive()
-        inbox.put_nowait(message)
-        if message.get("type") == "websocket.disconnect":
-            return
-
-
 class DashboardConsumer(GatehouseConsumer):
     """`/ws/dashboard/`: subscribe, get a snapshot, then live pushes of the user's teams."""
 
     frame_handlers = {"subscribe": "on_subscribe", "open": "on_open", "close": "on_close"}
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        # The teams' events come through the process's one subscription per team
-        # (relay.fanout.GROUPS) into this inbox, and the browser's frames are forwarded
-        # into it too: one queue handles both in arrival order, so a snapshot and the
-        # events around it never overtake each other.
-        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self.team_groups: list[str] = []
-        forward = asyncio.ensure_future(_forward(receive, self.inbox))
-        try:
-            await super().__call__(scope, self.inbox.get, send)
-        finally:
-            forward.cancel()
-            await self.leave_team_groups()
 
     async def connect(self) -> None:
         self.bucket = TokenBucket()
@@ -196,13 +172,8 @@ class DashboardConsumer(GatehouseConsumer):
         drain.unregister(self)
         if getattr(self, "recheck", None) is not None:
             self.recheck.cancel()  # type: ignore[union-attr]
-        await self.leave_team_groups()
+        await self.leave_bus_groups()
         await self.leave_groups()
-
-    async def leave_team_groups(self) -> None:
-        groups, self.team_groups = self.team_groups, []
-        for group in groups:
-            await fanout.GROUPS.leave(group, self.inbox)
 
     async def on_subscribe(self, frame: dict[str, Any]) -> None:
         # Join first, snapshot second: an event between the two shows up twice at
@@ -211,8 +182,7 @@ class DashboardConsumer(GatehouseConsumer):
             team_ids = await db(permissions.team_ids_for)(self.user)
             groups = [events.ALL_TEAMS_GROUP] if team_ids is None else [events.team_group(t) for t in team_ids]
             for group in groups:
-                await fanout.GROUPS.join(group, self.inbox)
-                self.team_groups.append(group)
+                await self.bus_join(group)
             self.subscribed = True
         now = time.monotonic()
         wait = self.last_snapshot_at + SNAPSHOT_MIN_INTERVAL - now
@@ -305,13 +275,6 @@ class DashboardConsumer(GatehouseConsumer):
 
     async def request_progress(self, event: dict[str, Any]) -> None:
         await self.send_json({"type": "request.progress", "id": event.get("request_id"), "data": event.get("data")})
-
-    async def fanout_lost(self, event: dict[str, Any]) -> None:
-        # The process lost its subscription to one of this user's teams: rather than
-        # silently stop updating, close; the page reconnects, subscribes and refetches.
-        log.warning("dashboard of user %s closed: lost the events of %s", self.user.pk, event.get("group"))
-        self.closing = True
-        await self.close(CLOSE_EVENTS_LOST)
 
     async def session_ended(self, event: dict[str, Any]) -> None:
         self.closing = True

@@ -33,42 +33,38 @@ def _listen(*groups: str) -> list[str]:
     return channels
 
 
-def _first_after_marker_sent(channel: str) -> dict[str, Any]:
-    """What the channel holds first, once a marker went in behind everything already sent."""
-    layer = get_channel_layer()
-    assert layer is not None
-    async_to_sync(layer.send)(channel, {"type": "test.marker"})
-    return async_to_sync(_receive)(channel)
-
-
 # Transactional: the doorbells ring from on_commit.
 @pytest.mark.django_db(transaction=True)
 class DecisionDoorbellTests:
     def test_an_auto_decided_submit_rings_the_dashboards_only(self, ci_bot: Any, default_team: Any) -> None:
         services.rule_create(rule="Bash(git status)", behavior="allow", source="projectSettings", team=default_team)
-        (agent,) = _listen(events.agent_group(ci_bot.agent.pk))
-        with team_listener(events.team_group(default_team.pk)) as team:
+        agent = events.agent_group(ci_bot.agent.pk)
+        with team_listener(events.team_group(default_team.pk), agent) as bus:
             call = {**CALL, "tool_input": {"command": "git status"}}
             result = services.request_submit(agent=ci_bot.agent, call=call)
-            group, rung = team.next()
+            group, rung = bus.next()
+            # The submitter had its answer from the call; the agent's sockets get no doorbell.
+            events.send([agent], {"type": "test.marker"})
+            after = bus.next()
         assert result.decision is not None and result.decision.behavior == "allow"
         assert (group, rung["type"], rung["request_id"]) == (
             events.team_group(default_team.pk),
             "request.decided",
             str(result.request.pk),
         )
-        # The submitter had its answer from the call; the agent's sockets get no doorbell.
-        assert _first_after_marker_sent(agent)["type"] == "test.marker"
+        assert after == (agent, {"type": "test.marker"})
 
     def test_a_decision_on_a_pending_request_rings_its_agent_and_waiters(
         self, ci_bot: Any, alice: Any, default_team: Any
     ) -> None:
         result = services.request_submit(agent=ci_bot.agent, call={**CALL, "tool_input": {"command": "make deploy"}})
         assert result.decision is None
-        agent, waiter = _listen(events.agent_group(ci_bot.agent.pk), events.request_group(result.request.pk))
-        with team_listener(events.team_group(default_team.pk)) as team:
+        (waiter,) = _listen(events.request_group(result.request.pk))
+        groups = [events.team_group(default_team.pk), events.agent_group(ci_bot.agent.pk)]
+        with team_listener(*groups) as bus:
             services.request_decide(result.request.pk, services.Answer(behavior="allow", user=alice, surface="web"))
-            heard = [team.next()[1]]
-        heard += [async_to_sync(_receive)(channel) for channel in (agent, waiter)]
+            on_bus = dict([bus.next(), bus.next()])
+        assert set(on_bus) == set(groups)
+        heard = [*on_bus.values(), async_to_sync(_receive)(waiter)]
         for rung in heard:
             assert (rung["type"], rung["request_id"]) == ("request.decided", str(result.request.pk))

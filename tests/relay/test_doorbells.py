@@ -83,9 +83,9 @@ class OrderTests:
         async def scenario() -> None:
             layer = RecordingLayer(held="request.created")
             doorbells = events.Doorbells()
-            doorbells.ring(layer, ["agent.1"], {"type": "request.created", "request_id": "a"})
-            doorbells.ring(layer, ["agent.1"], {"type": "request.decided", "request_id": "a"})
-            doorbells.ring(layer, ["agent.1"], {"type": "request.decided", "request_id": "b"})
+            doorbells.ring(layer, ["user.1"], {"type": "request.created", "request_id": "a"})
+            doorbells.ring(layer, ["user.1"], {"type": "request.decided", "request_id": "a"})
+            doorbells.ring(layer, ["user.1"], {"type": "request.decided", "request_id": "b"})
             # b's doorbell does not wait for a's; a's decision waits for a's creation.
             assert await asyncio.wait_for(layer.sent.get(), 5) == ("request.decided", "b")
             assert layer.sent.empty()
@@ -108,10 +108,10 @@ class OrderTests:
         async def scenario() -> None:
             layer = BrokenOnce(held="")
             doorbells = events.Doorbells()
-            doorbells.ring(layer, ["agent.1"], {"type": "request.created", "request_id": "a"})
-            doorbells.ring(layer, ["agent.1"], {"type": "request.decided", "request_id": "a"})
+            doorbells.ring(layer, ["user.1"], {"type": "request.created", "request_id": "a"})
+            doorbells.ring(layer, ["user.1"], {"type": "request.decided", "request_id": "a"})
             assert await asyncio.wait_for(layer.sent.get(), 5) == ("request.decided", "a")
             await asyncio.wait_for(doorbells.idle(), 5)
 
         asyncio.run(scenario())
-        assert "event request.created to agent.1 was not delivered" in caplog.text
+        assert "event request.created to user.1 was not delivered" in caplog.text

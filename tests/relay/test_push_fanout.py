@@ -6,18 +6,21 @@ import asyncio
 import json
 from typing import Any
 
+import httpx
 import pytest
 import redis
 
 from approvals import selectors, services
 from approvals.models import Decision, Membership
 from relay import fanout, race
+from relay.consumers.base import CLOSE_EVENTS_LOST
 from relay.consumers.dashboard import card_frame
 from tests.live import live_server
 from tests.relay.redis_server import private_redis
 from tests.relay.wsclient import (
     agent_connect,
     ask_call,
+    close_code,
     dashboard_connect,
     in_thread,
     of_type,
@@ -177,7 +180,7 @@ class LostSubscriptionTests:
                     await subscribed(before)
                     await in_thread(lose_keys)
                     # The group membership is gone with the keys. The old socket may be
-                    # closed (1011) or kept; a page that (re)subscribes must hear again.
+                    # closed (4011) or kept; a page that (re)subscribes must hear again.
                     async with dashboard_connect(srv, cookie) as after, agent_connect(srv, ci_bot.token) as agent:
                         await subscribed(after)
                         # Submitted through the server, so announced on its Redis.
@@ -186,6 +189,37 @@ class LostSubscriptionTests:
                         return await receive_until(after, of_type("request.created", id=pending["id"]))
 
             assert "build" in asyncio.run(scenario())["html"]
+
+    def test_an_agent_socket_that_lost_its_doorbells_closes_and_hears_again_after_resuming(
+        self, alice: Any, ci_bot: Any
+    ) -> None:
+        token = services.personal_token_create(user=alice)
+        with private_redis() as redis_server, live_server(REDIS_URL=redis_server.url) as srv:
+
+            async def scenario() -> tuple[int | None, dict[str, Any], dict[str, Any]]:
+                async with agent_connect(srv, ci_bot.token) as agent:
+                    await send(agent, {"type": "permission_request", "ref": "r", "request": ask_call()})
+                    request_id = (await receive_until(agent, of_type("pending")))["id"]
+                    await in_thread(redis_server.restart)
+                    # Not kept open deaf: its decisions would wait for the slow re-check.
+                    code = await close_code(agent)
+                async with agent_connect(srv, ci_bot.token) as agent:
+                    await send(agent, {"type": "resume", "ids": [{"id": request_id, "ref": "r"}]})
+                    still = await receive_until(agent, of_type("pending"))
+                    async with httpx.AsyncClient(base_url=srv.url, timeout=20) as api:
+                        response = await api.post(
+                            f"/api/v1/permission-requests/{request_id}/decision",
+                            json={"behavior": "allow"},
+                            headers={"Authorization": f"Bearer {token}"},
+                        )
+                    assert response.status_code == 200, response.text
+                    # Within a second: by the doorbell, not the re-check every few seconds.
+                    return code, still, await receive_until(agent, of_type("decision", ref="r"), timeout=1)
+
+            code, still, decision = asyncio.run(scenario())
+        assert code == CLOSE_EVENTS_LOST
+        assert still["id"] == decision["id"]
+        assert decision["decision"]["behavior"] == "allow"
 
 
 class EncodedOnceTests:
