@@ -32,3 +32,13 @@ if settings.GATEHOUSE_INPROCESS_SWEEPER:
     from relay.sweeper import InProcessSweeper
 
     application = InProcessSweeper(application)
+
+# What is loaded by now lives as long as the process: the garbage collector's full
+# passes need not walk it again and again. Loading the URLconf first (its views, their
+# serializers and templates' code) brings most of what a first request would.
+import gc  # noqa: E402
+
+from django.urls import get_resolver  # noqa: E402
+
+get_resolver().url_patterns  # noqa: B018
+gc.freeze()
