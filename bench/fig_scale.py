@@ -16,11 +16,12 @@ from bench.stats import Figure, Row, ratio, summary_ms
 
 TITLE = "Scale: 1,000 agent sockets; two processes"
 BOTTLENECK = (
-    "sockets: an idle socket costs ~38 KiB and no database work, but decision -> agent p99 at "
-    "1,001 sockets is the maximum of n=25 samples and swings from run to run (0.9-1.7x, ~5x and "
-    "7.5x in earlier runs); not yet profiled. Two processes share 2 cores with the load "
-    "generator, PostgreSQL and Redis, and every decision serialises on the audit chain's lock: "
-    "1.2-1.7x one process's submits/s from run to run"
+    "sockets: an idle socket costs ~37 KiB and no database work; each p99 is the maximum of "
+    "n=25 samples, and the swings of earlier runs (~5x, 7.5x, single samples of 130-210 ms at "
+    "10 or 1,001 sockets) were the garbage collector's full passes over the loaded process "
+    "(45-105 ms each), gone since 2026-12-05 (gc.freeze at start-up). Two processes share 2 "
+    "cores with the load generator, PostgreSQL and Redis, and every decision serialises on the "
+    "audit chain's lock: 1.1-1.7x one process's submits/s from run to run"
 )
 CONNECT_BATCH = 50
 CONCURRENCY = 32
