@@ -1,12 +1,13 @@
-"""The teams' and agents' doorbells: Redis pub/sub between server processes, in-process without Redis.
+"""The teams' and agents' doorbells: Redis pub/sub between processes, in-process without Redis.
 
 A team's dashboards hear its requests, and an agent's sockets its decisions, through
-their process's one subscription (`relay.fanout.LocalGroups`). On the channel layer (channels-redis) a group message is
-stored once per member channel and popped by the receiver: one team doorbell cost ~13
-Redis commands (the group's members and their expiry, a Lua script, then the receiver's
-BZPOPMIN and its backup queue), each a round trip and, on a small machine, a context
-switch. A PUBLISH is one command, and the subscriber reads the message from the
-connection it holds open. The waiters' and people's groups stay on the channel layer.
+their process's one subscription (`relay.fanout.LocalGroups`). On the channel layer
+(channels-redis) a group message is stored once per member channel and popped by the
+receiver: one team doorbell cost ~13 Redis commands (the group's members and their
+expiry, a Lua script, then the receiver's BZPOPMIN and its backup queue), each a round
+trip and, on a small machine, a context switch. A PUBLISH is one command, and the
+subscriber reads the message from the connection it holds open. The waiters' and
+people's groups stay on the channel layer.
 
 A process hears its own doorbells at once, without the round trip through Redis: each
 is handed to the process's own subscriptions (`_LOCAL`) as it is rung, and published
@@ -74,7 +75,7 @@ _publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, redis.asyncio.
 
 
 async def publish(group: str, event: dict[str, Any]) -> None:
-    """Ring a team group on every server process, from the server's event loop."""
+    """Ring a bus group on every server process, from the server's event loop."""
     _LOCAL.deliver(group, event)
     if not settings.REDIS_URL:
         return
@@ -202,10 +203,12 @@ class RedisSubscription:
             try:
                 doorbell = json.loads(message["data"])
                 origin, event = doorbell["origin"], doorbell["event"]
+                if not isinstance(event, dict):
+                    raise TypeError("the event is not an object")
             except (ValueError, TypeError, KeyError):
                 log.warning("ignored a doorbell on %s that is not a JSON origin and event", channel)
                 return
-            if origin != ORIGIN and isinstance(event, dict):
+            if origin != ORIGIN:  # this process heard its own as they were rung
                 self._deliver(self._groups[channel], event)
 
 

@@ -190,7 +190,7 @@ class AgentConsumer(GatehouseConsumer):
         try:
             await self.bus_join(events.agent_group(agent.pk))
         except Exception:
-            # No doorbell (the channel layer is down): decisions still arrive through
+            # No doorbell (Redis is down): decisions still arrive through
             # the periodic database re-check, only later.
             log.warning("agent %s connected without a doorbell", agent.pk, exc_info=True)
         self.spawn(self.recheck_forever())
