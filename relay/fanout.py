@@ -1,8 +1,9 @@
-"""Per-process fan-out to dashboard sockets: one subscription per group, one render per event.
+"""Per-process fan-out to sockets: one subscription per group, one card render per event.
 
-`LocalGroups` (below) subscribes the process once to each team group and hands every
-event to the inboxes of the dashboards that joined; `CardFanout` renders each pushed card
-once per process and event, and shares it between those sockets.
+`LocalGroups` (below) subscribes the process once to each bus group (a team's, an
+agent's) and hands every event to the inboxes of the sockets that joined; `CardFanout`
+renders each pushed card once per process and event, and shares it between the
+dashboards.
 
 Every dashboard socket of a team hears the same `request.created` / `request.decided`
 doorbell. Rendering the card per socket meant, per event and per socket, a worker
@@ -148,15 +149,15 @@ class _LocalGroup:
 
 
 class LocalGroups:
-    """The process subscribes once to each team group and hands its events to its sockets.
+    """The process subscribes once to each bus group and hands its events to its sockets.
 
     A team with 20 dashboards in one process hears each doorbell once, on the process's
     one subscription (`approvals.teambus`: Redis pub/sub), and puts it into the inbox of
     every socket that joined.
 
     If that subscription breaks (Redis restarted), every member inbox gets a `fanout.lost`
-    event: the socket closes and the page reconnects, subscribes and refetches, exactly
-    as when a socket's own channel breaks.
+    event: the socket closes (4011) and the page reconnects, subscribes and refetches, or
+    the agent reconnects and resumes.
     """
 
     def __init__(self) -> None:
