@@ -25,7 +25,11 @@ class RequestCreated(_Event):
 
 
 class RequestFinished(_Event):
-    """`decision` rides along unless its rewritten input is too large (then it is read)."""
+    """`decision` rides along unless its rewritten input is too large (then it is read).
+
+    - `at_submit`: decided in the transaction that created it (never pending), so only
+      the teams' dashboards hear it; present only when true.
+    """
 
     type: Literal["request.decided", "request.cancelled", "request.expired"]
     request_id: str
@@ -34,6 +38,7 @@ class RequestFinished(_Event):
     behavior: Literal["allow", "deny"]
     decided_by: str
     surface: str
+    at_submit: Literal[True] | None = None
     decision: dict[str, Any] | None = None
 
 

@@ -217,7 +217,10 @@ def announce_finished(request: PermissionRequest, decision: Decision, *, at_subm
 
     - `at_submit`: decided in the transaction that created it. Then only the teams'
       dashboards are rung: the submitter has the answer in hand, and nobody else can be
-      waiting on the agent or the request before learning its id from that answer.
+      waiting on the agent or the request before learning its id from that answer. The
+      event says so (`at_submit`): its card was never pending on a dashboard and only
+      feeds the "recent" list, so each process hands such cards to its sockets gathered
+      per tick (`relay.fanout`).
     """
     groups = [team_group(request.team_id), ALL_TEAMS_GROUP] if at_submit else request_groups(request)
 
@@ -232,6 +235,7 @@ def announce_finished(request: PermissionRequest, decision: Decision, *, at_subm
                 "behavior": decision.behavior,
                 "decided_by": decision.decided_by,
                 "surface": decision.surface,
+                **({"at_submit": True} if at_submit else {}),
                 **_decision_payload(decision),
             },
         )

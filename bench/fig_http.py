@@ -119,6 +119,8 @@ def dashboards_open(ws_url: str, http_url: str, sessions: list[str]) -> Iterator
                 counts["frames"] += 1
                 if frame.get("type") == "request.decided":
                     counts["decided"] += 1
+                elif frame.get("type") == "batch":  # calls decided at submit, gathered per tick
+                    counts["decided"] += sum(1 for each in frame["frames"] if each.get("type") == "request.decided")
 
         drains = [asyncio.ensure_future(drain(sock)) for sock in sockets]
         await stop.wait()

@@ -73,6 +73,7 @@ class Soak:
     windows: list[Window] = field(default_factory=list)
     error_samples: list[str] = field(default_factory=list)
     dashboard_frames: int = 0
+    dashboard_cards: int = 0  # a batch frame's cards counted one by one
     asks_decided: int = 0
     started: float = field(default_factory=time.monotonic)
 
@@ -181,6 +182,7 @@ async def dashboard_reader(sock: Any, soak: Soak, stop: asyncio.Event) -> None:
                 return
             continue
         soak.dashboard_frames += 1
+        soak.dashboard_cards += len(frame["frames"]) if frame.get("type") == "batch" else 1
         if frame.get("type") == "error":
             soak.error(f"dashboard error frame: {frame}")
 
@@ -255,9 +257,11 @@ def verdict(soak: Soak) -> dict[str, Any]:
         "errors": errors,
         "asks_decided": soak.asks_decided,
         "dashboard_frames": soak.dashboard_frames,
-        # Each call reaches every dashboard as one frame (two for an ask): fewer means
-        # pushes were lost on the way (a full channel drops a doorbell) or came too late.
-        "dashboard_frames_per_call": round(soak.dashboard_frames / max(1, sum(w.calls for w in soak.windows)), 2),
+        "dashboard_cards": soak.dashboard_cards,
+        # Each call reaches every dashboard as one card (two for an ask; the cards of calls
+        # decided at submit come several to a `batch` frame): fewer means pushes were lost
+        # on the way (a full inbox drops a doorbell) or came too late.
+        "dashboard_cards_per_call": round(soak.dashboard_cards / max(1, sum(w.calls for w in soak.windows)), 2),
         "p50_ms": _ms(sorted(v for w in windows for v in w.latencies), 50),
         "p99_ms": round(p99(windows), 1),
         "auto_p50_ms": _ms(auto, 50),

@@ -95,6 +95,19 @@ class CardFanout:
 
     async def card(self, event: dict[str, Any]) -> PushedCard | None:
         """The card this event announces; the first caller reads it, the others wait for it."""
+        future = self.read(event)
+        if future is None:
+            return None
+        if future.done():  # the other sockets of the process, once the first has it
+            return future.result()
+        # Shielded: one socket closing while it waits must not cancel the others' card.
+        return await asyncio.shield(future)
+
+    def read(self, event: dict[str, Any]) -> asyncio.Future[PushedCard | None] | None:
+        """Start reading the card this event announces, unless it is read or being read.
+
+        - Call on the event loop. None when the event names no request.
+        """
         request_id = relay_selectors.parse_request_id(event.get("request_id"))
         if request_id is None:
             return None
@@ -109,11 +122,7 @@ class CardFanout:
             future = asyncio.ensure_future(database_sync_to_async(load_card, thread_sensitive=False)(request_id))
             future.add_done_callback(lambda done: self._forget_failed(key, done))
             entry = self._entries[key] = (now, future)
-        future = entry[1]
-        if future.done():  # the other sockets of the process, once the first has it
-            return future.result()
-        # Shielded: one socket closing while it waits must not cancel the others' card.
-        return await asyncio.shield(future)
+        return entry[1]
 
     def _forget_old(self, now: float) -> None:
         while self._entries:
@@ -139,6 +148,12 @@ CARDS = CardFanout()
 # past this many, like a full channel: the doorbell is at most once, the snapshot the truth.
 MAX_BACKLOG = 1000
 LOST = "fanout.lost"
+# The events of calls decided at submit (`at_submit`: never pending, their cards only feed
+# the dashboards' "recent" lists) are handed to a group's sockets together, as one
+# `GATHERED` event, at most this long after the first of them: one frame per socket per
+# tick instead of one per call. Their cards are read as they arrive, not at the tick.
+GATHER_SECONDS = 0.1
+GATHERED = "requests.gathered"
 
 
 @dataclass(eq=False)
@@ -146,6 +161,8 @@ class _LocalGroup:
     name: str
     inboxes: set[asyncio.Queue[dict[str, Any]]]
     ready: asyncio.Future[None] | None = None
+    gathered: list[dict[str, Any]] = field(default_factory=list)
+    tick: asyncio.TimerHandle | None = None
 
 
 class LocalGroups:
@@ -154,6 +171,11 @@ class LocalGroups:
     A team with 20 dashboards in one process hears each doorbell once, on the process's
     one subscription (`approvals.teambus`: Redis pub/sub), and puts it into the inbox of
     every socket that joined.
+
+    The events of calls decided at submit are gathered per group and handed over once
+    per tick (`GATHER_SECONDS`) as one `requests.gathered` event listing them; any other
+    event of the group hands over what was gathered first, so every inbox keeps the
+    order the events arrived in.
 
     If that subscription breaks (Redis restarted), every member inbox gets a `fanout.lost`
     event: the socket closes (4011) and the page reconnects, subscribes and refetches, or
@@ -190,6 +212,7 @@ class LocalGroups:
         if local.inboxes:
             return
         del self._groups[group]
+        _stop_tick(local)
         if local.ready is not None and not local.ready.done():
             await asyncio.wait([local.ready])
         subscription = self._subscription
@@ -219,6 +242,26 @@ class LocalGroups:
         local = self._groups.get(group)
         if local is None:
             return
+        if event.get("at_submit") is True:
+            # Read now, on the worker thread, as an ungathered card would be: at the tick
+            # the sockets only send it.
+            CARDS.read(event)
+            local.gathered.append(event)
+            if local.tick is None:
+                local.tick = asyncio.get_running_loop().call_later(GATHER_SECONDS, self._hand_over, local)
+            return
+        self._hand_over(local)
+        self._put(local, event)
+
+    def _hand_over(self, local: _LocalGroup) -> None:
+        """Put what the group gathered into its inboxes as one event (nothing when nothing was)."""
+        _stop_tick(local)
+        if local.gathered:
+            gathered, local.gathered = local.gathered, []
+            self._put(local, {"type": GATHERED, "events": gathered})
+
+    def _put(self, local: _LocalGroup, event: dict[str, Any]) -> None:
+        group = local.name
         for inbox in list(local.inboxes):
             if inbox.qsize() < MAX_BACKLOG:
                 inbox.put_nowait(event)
@@ -230,8 +273,15 @@ class LocalGroups:
         # The subscription closes itself; the next socket to join starts a new one.
         groups, self._groups, self._subscription = self._groups, {}, None
         for local in groups.values():
+            _stop_tick(local)  # what it gathered is lost with the rest: the page refetches
             for inbox in list(local.inboxes):
                 inbox.put_nowait({"type": LOST, "group": local.name})
+
+
+def _stop_tick(local: _LocalGroup) -> None:
+    if local.tick is not None:
+        local.tick.cancel()
+        local.tick = None
 
 
 GROUPS = LocalGroups()

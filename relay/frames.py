@@ -99,6 +99,17 @@ class FinishedFrame(_Frame):
     surface: str | None
 
 
+class BatchFrame(_Frame):
+    """Cards of calls decided at submit (never pending), gathered per tick.
+
+    - Each item is the `request.decided` frame as it would have come alone; in the order
+      the calls were decided.
+    """
+
+    type: Literal["batch"]
+    frames: list[FinishedFrame] = Field(min_length=1)
+
+
 class ReviewFrame(_Frame):
     type: Literal["request.claimed", "request.released"]
     id: str | None
@@ -120,6 +131,7 @@ for _model in (
     SnapshotFrame,
     CreatedFrame,
     FinishedFrame,
+    BatchFrame,
     ReviewFrame,
     ProgressFrame,
 ):

@@ -122,6 +122,10 @@
   function onMessage(event) {
     let msg;
     try { msg = JSON.parse(event.data); } catch (e) { return; }
+    handle(msg);
+  }
+
+  function handle(msg) {
     switch (msg.type) {
       case "snapshot":
         if (msg.part === 1 || !msg.part) snapshotParts = [];
@@ -137,6 +141,8 @@
       case "request.decided":
       case "request.cancelled":
       case "request.expired": place(msg.id, msg.html); break;
+      // Calls decided as they were sent, gathered per tick: each one as if sent alone.
+      case "batch": (msg.frames || []).forEach(handle); break;
       case "request.claimed": reviewing(msg.id, msg.by); break;
       case "request.released": reviewing(msg.id, null); break;
       case "request.progress": progress(msg.id, msg.data); break;

@@ -7,7 +7,8 @@ import json
 import logging
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.urls import reverse
 from django.utils.html import format_html
@@ -29,14 +30,16 @@ from relay.consumers.base import (
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 
 # What one card may weigh in a frame: a 280 KB command made the snapshot frame too large
 # for clients with a 1 MiB frame limit, breaking it for the whole team.
 MAX_CARD_BYTES = 64 * 1024
-# What one snapshot frame may weigh: ~370 ordinary cards passed 1 MiB in one frame. A
-# snapshot is sent in parts under this size (with a card at most MAX_CARD_BYTES, JSON
-# escaping at most doubles it, so a part always fits a 1 MiB client).
-MAX_SNAPSHOT_FRAME_BYTES = 256 * 1024
+# What one frame of many cards (a snapshot, a batch) may weigh: ~370 ordinary cards passed
+# 1 MiB in one frame. They are sent in parts under this size (with a card at most
+# MAX_CARD_BYTES, JSON escaping at most doubles it, so a part always fits a 1 MiB client).
+MAX_FRAME_BYTES = 256 * 1024
 # A subscribe renders every pending card of the person's teams; one socket may ask that
 # again only after this long (a reconnect is a new socket and subscribes at once).
 SNAPSHOT_MIN_INTERVAL = 2.0
@@ -79,6 +82,11 @@ def card_frame(card: fanout.PushedCard, user: Any, frame_type: str, **extra: str
     return frame
 
 
+def batch_frame(frames: list[str]) -> str:
+    """One `batch` frame of frames already encoded: `{"type": "batch", "frames": [...]}`."""
+    return '{"type": "batch", "frames": [' + ", ".join(frames) + "]}"
+
+
 def _snapshot(user: Any) -> list[dict[str, str]]:
     # One query for the teams the user decides in, not one per card.
     approver_of = permissions.team_ids_for(user, role=Role.APPROVER)
@@ -93,18 +101,31 @@ def _snapshot(user: Any) -> list[dict[str, str]]:
     ]
 
 
-def snapshot_parts(requests: list[dict[str, str]], limit: int = MAX_SNAPSHOT_FRAME_BYTES) -> list[list[dict[str, str]]]:
-    """The snapshot cut into parts whose JSON stays under `limit` bytes (at least one part)."""
-    parts: list[list[dict[str, str]]] = [[]]
+def parts_under(items: list[T], weight: Callable[[T], int], limit: int = MAX_FRAME_BYTES) -> list[list[T]]:
+    """`items` in order, cut into parts whose weights add up to at most `limit` (at least one part).
+
+    - An item heavier than `limit` stands alone in its part.
+    """
+    parts: list[list[T]] = [[]]
     size = 0
-    for item in requests:
-        weight = len(json.dumps(item).encode()) + 1
-        if parts[-1] and size + weight > limit:
+    for item in items:
+        heavy = weight(item)
+        if parts[-1] and size + heavy > limit:
             parts.append([])
             size = 0
         parts[-1].append(item)
-        size += weight
+        size += heavy
     return parts
+
+
+def snapshot_parts(requests: list[dict[str, str]], limit: int = MAX_FRAME_BYTES) -> list[list[dict[str, str]]]:
+    """The snapshot cut into parts whose JSON stays under `limit` bytes (at least one part)."""
+    return parts_under(requests, lambda item: len(json.dumps(item).encode()) + 1, limit)
+
+
+def batch_parts(frames: list[str], limit: int = MAX_FRAME_BYTES) -> list[list[str]]:
+    """Encoded frames cut into batches whose JSON stays under `limit` bytes (none for none)."""
+    return parts_under(frames, lambda frame: len(frame.encode()) + 2, limit) if frames else []
 
 
 def _visible_team(request_id: uuid.UUID, user: Any) -> int | None:
@@ -237,24 +258,41 @@ class DashboardConsumer(GatehouseConsumer):
             await self.send_text(frame)
 
     async def request_finished(self, event: dict[str, Any]) -> None:
-        if str(event.get("request_id")) in self.finished_sent:
-            return  # already sent, by the re-check or the doorbell
-        card = await fanout.CARDS.card(event)
-        if card is None:
-            return
-        fields = {key: event.get(key) for key in ("behavior", "decided_by", "surface")}
-        frame = card_frame(card, self.user, event["type"], **fields)
-        if frame is None:
-            return
-        self.shown.discard(card.id)
-        if len(self.finished_sent) >= FINISHED_MEMORY:
-            self.finished_sent.clear()
-        self.finished_sent.add(card.id)
-        await self.send_text(frame)
+        frame = await self._finished_frame(event)
+        if frame is not None:
+            await self.send_text(frame)
 
     request_decided = request_finished
     request_cancelled = request_finished
     request_expired = request_finished
+
+    async def requests_gathered(self, event: dict[str, Any]) -> None:
+        # The cards of calls decided at submit, gathered per tick by the process
+        # (relay.fanout): one `batch` frame (or a few, by size) instead of one per call.
+        frames = []
+        for each in event["events"]:
+            frame = await self._finished_frame(each)
+            if frame is not None:
+                frames.append(frame)
+        for part in batch_parts(frames):
+            await self.send_text(batch_frame(part))
+
+    async def _finished_frame(self, event: dict[str, Any]) -> str | None:
+        """The frame announcing a finished request to this socket, remembered as sent; None: nothing to send."""
+        if str(event.get("request_id")) in self.finished_sent:
+            return None  # already sent, by the re-check or the doorbell
+        card = await fanout.CARDS.card(event)
+        if card is None:
+            return None
+        fields = {key: event.get(key) for key in ("behavior", "decided_by", "surface")}
+        frame = card_frame(card, self.user, event["type"], **fields)
+        if frame is None:
+            return None
+        self.shown.discard(card.id)
+        if len(self.finished_sent) >= FINISHED_MEMORY:
+            self.finished_sent.clear()
+        self.finished_sent.add(card.id)
+        return frame
 
     async def recheck_forever(self) -> None:
         while True:

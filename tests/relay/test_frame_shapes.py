@@ -29,6 +29,15 @@ DECISION = {
     "decided_at": "2026-12-01T12:00:00+00:00",
 }
 
+DECIDED = {
+    "type": "request.decided",
+    "id": "x",
+    "html": "",
+    "behavior": "allow",
+    "decided_by": "rule",
+    "surface": "engine",
+}
+
 GOOD: list[dict[str, Any]] = [
     {"type": "pending", "ref": "r1", "id": "8c3b0e4e-6f3a-4a8b-9a55-0d1f0e0c1a11"},
     {
@@ -45,6 +54,7 @@ GOOD: list[dict[str, Any]] = [
     {"type": "request.expired", "id": "x", "html": "", "behavior": "deny", "decided_by": "timeout", "surface": "timer"},
     {"type": "request.claimed", "id": "x", "by": "alice"},
     {"type": "request.progress", "id": "x", "data": {"stdout": "ok"}},
+    {"type": "batch", "frames": [{**DECIDED, "id": "x"}, {**DECIDED, "id": "y"}]},
 ]
 
 BAD: list[Any] = [
@@ -58,6 +68,10 @@ BAD: list[Any] = [
     {"type": "request.deleted", "id": "x"},  # unknown type
     {"type": "pending", "ref": "r", "id": "x", "secret": "leak"},
     ["pending"],
+    {"type": "batch", "frames": []},  # a batch has something in it
+    {"type": "batch", "frames": [{"type": "request.created", "id": "x", "html": ""}]},  # decided cards only
+    {"type": "batch", "frames": [{**DECIDED, "html": None}]},  # each item in its own shape
+    {"type": "batch", "frames": [DECIDED], "part": 1},  # unknown field
 ]
 
 

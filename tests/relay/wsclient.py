@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -46,10 +47,24 @@ async def send(ws: ClientConnection, frame: dict[str, Any]) -> None:
     await ws.send(json.dumps(frame))
 
 
+# The frames of a `batch` not yet handed out by `receive`, per socket.
+_UNBATCHED: weakref.WeakKeyDictionary[ClientConnection, list[dict[str, Any]]] = weakref.WeakKeyDictionary()
+
+
 async def receive(ws: ClientConnection, timeout: float = TIMEOUT) -> dict[str, Any]:
-    """The next frame, checked against the shape of its type (`relay.frames`)."""
+    """The next frame, checked against the shape of its type (`relay.frames`).
+
+    - A `batch` frame's frames are handed out one by one, as the page reads them.
+    """
+    waiting = _UNBATCHED.get(ws)
+    if waiting:
+        return waiting.pop(0)
     frame = json.loads(await asyncio.wait_for(ws.recv(), timeout))
     check_frame(frame)
+    if frame["type"] == "batch":
+        first, *rest = frame["frames"]
+        _UNBATCHED[ws] = rest
+        return dict(first)
     return dict(frame)
 
 

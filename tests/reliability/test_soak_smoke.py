@@ -48,7 +48,7 @@ class SoakSmokeTests:
         assert verdict["errors"] == 0 and verdict["passed"]
         assert verdict["calls"] >= 20
         assert verdict["asks_decided"] >= 1
-        assert verdict["dashboard_frames"] >= 2
+        assert verdict["dashboard_frames"] >= 2 and verdict["dashboard_cards"] >= verdict["dashboard_frames"]
         # Auto-decided calls are timed apart from the asks, which also wait for an approver.
         assert 0 < verdict["auto_p50_ms"] <= verdict["auto_p99_ms"]
         assert report["windows"] and report["windows"][0]["rss_mib"] > 0

@@ -120,6 +120,37 @@ class QuorumQueueTests:
         assert rows[:3] == ["decision", "vote", "vote"]
 
 
+class GatheredCardsTests:
+    def test_calls_decided_as_they_were_sent_come_into_the_recent_list_newest_first(
+        self, page_for: Any, alice: Any, ci_bot: Any
+    ) -> None:
+        from django.db import transaction
+
+        from approvals import services
+
+        services.rule_create(rule="Bash(git log:*)", behavior="allow", source="projectSettings", team=ci_bot.agent.team)
+        page = page_for(alice)
+        wait_live(page)
+
+        def decided_together() -> list[str]:
+            # One transaction: their pushes ring together and reach the page as one batch.
+            with transaction.atomic():
+                calls = [
+                    {"tool_name": "Bash", "tool_input": {"command": f"git log -{n}"}, "session_id": "s1", "cwd": "/tmp"}
+                    for n in (1, 2, 3)
+                ]
+                results = [services.request_submit(agent=ci_bot.agent, call=call) for call in calls]
+            assert all(r.decision is not None and r.decision.behavior == "allow" for r in results)
+            return [str(r.request.pk) for r in results]
+
+        ids = in_thread(decided_together)
+        for request_id in ids:
+            page.wait_for_selector(f"#recent #req-{request_id}[data-state='decided']", timeout=EVENT_TIMEOUT_MS)
+        shown = page.eval_on_selector_all("#recent .card", "cards => cards.map((c) => c.dataset.id)")
+        assert shown[:3] == ids[::-1]
+        assert page.locator("#queue .card").count() == 0  # none of them was ever pending
+
+
 class LostDoorbellTests:
     def test_a_tab_coming_back_fetches_the_list_afresh(self, page_for: Any, alice: Any, ci_bot: Any) -> None:
         """A decision whose push never arrived (a lost doorbell) leaves no stale card once the tab is back."""

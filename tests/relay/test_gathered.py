@@ -1,0 +1,232 @@
+"""Cards of calls decided at submit reach the dashboards gathered per tick, in order, to those who may see them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from django.db import transaction
+from django.test import override_settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from approvals import services, teambus
+from relay import fanout
+from relay.consumers.dashboard import MAX_FRAME_BYTES, batch_frame, batch_parts
+from relay.frames import check_frame
+from tests.relay.wsclient import (
+    ask_call,
+    dashboard_connect,
+    in_thread,
+    of_type,
+    receive,
+    receive_until,
+    send,
+    session_cookie,
+)
+
+WAIT = 10.0
+
+
+def decided_call(n: int) -> dict[str, Any]:
+    """A call the team's `Bash(git log:*)` rule allows at submit."""
+    return {
+        "tool_name": "Bash",
+        "tool_input": {"command": f"git log -{n + 1}"},
+        "session_id": "s1",
+        "cwd": "/tmp/proj",
+        "tool_use_id": f"toolu_gathered_{n}",
+    }
+
+
+# -- the process's groups: what every inbox gets, and when ----------------------------------
+
+# A doorbell as the bus carries it: at_submit ones are gathered, the others handed over at once.
+AT_SUBMIT = st.builds(
+    lambda n: {"type": "request.decided", "request_id": f"auto-{n}", "at_submit": True}, st.integers(0, 10**6)
+)
+OTHER = st.sampled_from(
+    [
+        {"type": "request.created", "request_id": "ask"},
+        {"type": "request.decided", "request_id": "ask"},
+        {"type": "request.updated", "request_id": "ask"},
+        {"type": "request.claimed", "request_id": "ask", "by": "alice", "sender": "x"},
+    ]
+)
+# "tick": wait until what was gathered is handed over (the tick passed with nothing else rung).
+STEPS = st.lists(st.one_of(AT_SUBMIT, OTHER, st.just("tick")), max_size=25)
+
+
+class Inbox:
+    """A socket's inbox as the groups fill it, read as the socket reads it."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.events: list[dict[str, Any]] = []  # gathered events in their place
+        self.gathered: list[list[dict[str, Any]]] = []
+
+    def read(self) -> int:
+        """Take what is in the inbox now; how many events (or gathered lists) that was."""
+        count = 0
+        while not self.queue.empty():
+            self._take(self.queue.get_nowait())
+            count += 1
+        return count
+
+    async def read_next(self) -> None:
+        """Wait for the next one (the tick's hand-over)."""
+        self._take(await asyncio.wait_for(self.queue.get(), WAIT))
+
+    def _take(self, event: dict[str, Any]) -> None:
+        if event["type"] == fanout.GATHERED:
+            self.gathered.append(event["events"])
+            self.events.extend(event["events"])
+        else:
+            self.events.append(event)
+
+
+class GatheringOrderTests:
+    @override_settings(REDIS_URL="")
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(steps=STEPS)
+    def test_every_inbox_gets_every_event_once_in_the_order_rung(self, steps: list[Any]) -> None:
+        async def scenario() -> list[Inbox]:
+            groups = fanout.LocalGroups()
+            inboxes = [Inbox(), Inbox()]
+            for inbox in inboxes:
+                await groups.join("team.1", inbox.queue)
+            gathering = 0  # at_submit doorbells rung since the last hand-over
+            for step in steps:
+                if step == "tick":
+                    if gathering:
+                        for inbox in inboxes:
+                            await inbox.read_next()
+                    gathering = 0
+                    continue
+                await teambus.publish("team.1", step)
+                got = [inbox.read() for inbox in inboxes]
+                if step.get("at_submit"):
+                    gathering += 1
+                    assert got == [0, 0]  # gathered, not handed over yet
+                else:
+                    # Handed over at once, after what was gathered before it.
+                    assert got == [2, 2] if gathering else [1, 1]
+                    gathering = 0
+            if gathering:
+                for inbox in inboxes:
+                    await inbox.read_next()
+            for inbox in inboxes:
+                await groups.leave("team.1", inbox.queue)
+            return inboxes
+
+        rung = [step for step in steps if step != "tick"]
+        for inbox in asyncio.run(scenario()):
+            assert inbox.events == rung
+            assert all(batch and all(e.get("at_submit") for e in batch) for batch in inbox.gathered)
+
+    @override_settings(REDIS_URL="")
+    def test_a_socket_that_leaves_before_the_tick_gets_nothing_and_the_tick_is_stopped(self) -> None:
+        async def scenario() -> tuple[list[dict[str, Any]], int]:
+            groups = fanout.LocalGroups()
+            stays, leaves = Inbox(), Inbox()
+            await groups.join("team.2", stays.queue)
+            await groups.join("team.2", leaves.queue)
+            await teambus.publish("team.2", {"type": "request.decided", "request_id": "a", "at_submit": True})
+            await groups.leave("team.2", leaves.queue)
+            await stays.read_next()
+            await groups.leave("team.2", stays.queue)
+            # The last one gone, the group is dropped; a doorbell now reaches nobody.
+            await teambus.publish("team.2", {"type": "request.decided", "request_id": "b", "at_submit": True})
+            return stays.events, leaves.read()
+
+        events, left = asyncio.run(scenario())
+        assert [e["request_id"] for e in events] == ["a"] and left == 0
+
+
+class FramePartsTests:
+    @given(sizes=st.lists(st.integers(1, 140 * 1024), max_size=30))
+    def test_a_batch_is_cut_into_frames_under_the_limit_keeping_every_card_in_order(self, sizes: list[int]) -> None:
+        frames = [
+            json.dumps(
+                {
+                    "type": "request.decided",
+                    "id": str(n),
+                    "html": "x" * size,
+                    "behavior": "allow",
+                    "decided_by": "rule",
+                    "surface": "engine",
+                }
+            )
+            for n, size in enumerate(sizes)
+        ]
+        parts = batch_parts(frames)
+        assert [f for part in parts for f in part] == frames
+        assert all(part for part in parts)
+        for part in parts:
+            text = batch_frame(part)
+            decoded = json.loads(text)
+            check_frame(decoded)
+            assert [f["id"] for f in decoded["frames"]] == [json.loads(f)["id"] for f in part]
+            # Over the limit only when one card alone is (a card is at most 64 KiB, escaped at most 2x).
+            assert len(text.encode()) <= MAX_FRAME_BYTES or len(part) == 1
+
+
+# -- on a live server, through the real bus and consumers -----------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+class GatheredLiveTests:
+    def test_calls_decided_at_submit_come_in_a_batch_to_the_team_in_order_before_the_next_ask(
+        self, relay_server: Any, alice: Any, bob: Any, mallory: Any, ci_bot: Any
+    ) -> None:
+        services.rule_create(rule="Bash(git log:*)", behavior="allow", source="projectSettings", team=ci_bot.agent.team)
+
+        def submit_decided() -> list[str]:
+            # One transaction: the doorbells ring together at its commit, well within a tick.
+            with transaction.atomic():
+                results = [services.request_submit(agent=ci_bot.agent, call=decided_call(n)) for n in range(6)]
+            assert all(r.decision is not None and r.decision.behavior == "allow" for r in results)
+            return [str(r.request.pk) for r in results]
+
+        async def read_until_created(ws: Any, ask_id: str) -> list[dict[str, Any]]:
+            frames: list[dict[str, Any]] = []
+            async with asyncio.timeout(WAIT):
+                while True:
+                    frame = json.loads(await ws.recv())
+                    check_frame(frame)
+                    if frame["type"] == "request.created" and frame["id"] == ask_id:
+                        return frames
+                    frames.append(frame)
+
+        cookies = [session_cookie(user) for user in (alice, bob, mallory)]
+
+        async def scenario() -> tuple[list[str], str, list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+            async with (
+                dashboard_connect(relay_server, cookies[0]) as approver,
+                dashboard_connect(relay_server, cookies[1]) as viewer,
+                dashboard_connect(relay_server, cookies[2]) as outsider,
+            ):
+                for ws in (approver, viewer, outsider):
+                    await send(ws, {"type": "subscribe"})
+                    await receive_until(ws, of_type("snapshot"))
+                decided = await in_thread(submit_decided)
+                ask = await in_thread(services.request_submit, agent=ci_bot.agent, call=ask_call())
+                ask_id = str(ask.request.pk)
+                for_alice = await read_until_created(approver, ask_id)
+                for_bob = await read_until_created(viewer, ask_id)
+                await send(outsider, {"type": "ping"})
+                return decided, ask_id, for_alice, for_bob, await receive(outsider)
+
+        decided, _, for_alice, for_bob, outsider_next = asyncio.run(scenario())
+        for frames in (for_alice, for_bob):
+            batches = [f for f in frames if f["type"] == "batch"]
+            assert batches == frames, [f["type"] for f in frames]  # nothing of theirs comes alone
+            items = [item for batch in batches for item in batch["frames"]]
+            assert [item["id"] for item in items] == decided
+            assert len(batches) < len(decided)  # gathered, not one frame per call
+            assert all(item["behavior"] == "allow" and item["surface"] == "engine" for item in items)
+            assert all(f'id="req-{item["id"]}"' in item["html"] and "git log" in item["html"] for item in items)
+        # Mallory approves another team: none of it reaches her.
+        assert outsider_next["type"] == "error" and outsider_next["code"] == "unknown_type"
