@@ -14,8 +14,9 @@ database engine from the models' own `_meta`, so they follow a migration unedite
 - `WrittenInsert`: a call's request, its audit row and the row's search text. Each
   value is what the ORM would send (`Field.pre_save`, then `get_db_prep_save`), and the
   instance ends as `save(force_insert=True)` leaves it (its id set, no longer adding).
-- `WrittenUpdate`: one column of one row by primary key (the request naming its audit
-  row), the values prepared as the ORM prepares them.
+- `run_together`: statements that follow one another, sent in one round trip where the
+  database allows (the audit row, its search text and the request naming it; the chain's
+  lock and its head).
 
 `tests/approvals/test_written.py` holds each to the ORM, field by field, on SQLite and
 PostgreSQL.
@@ -148,43 +149,58 @@ class WrittenInsert:
             found = self._statements[connection.vendor] = (sql, fields, returning)
         return found
 
-    def insert(self, instance: Model) -> None:
+    def insert(self, instance: Model, then: Sequence[Statement] = ()) -> None:
+        """Insert `instance`; `then`: statements that follow it, sent with it (`run_together`)."""
         if not instance._state.adding:
             raise ValueError(f"{instance!r} is already saved; an insert writes new rows only")
         sql, fields, returning = self._statement()
         params = [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields]
         auto = self.model._meta.auto_field
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
+        if auto is not None and not returning:  # an engine that cannot return the new id
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                new_id = connection.ops.last_insert_id(cursor, self.model._meta.db_table, auto.column)
+            setattr(instance, auto.attname, new_id)
+            run_together(then)
+        else:
+            inserted = run_together([(sql, params), *then])[0]
             if auto is not None:
-                if returning:
-                    new_id = cursor.fetchone()[0]
-                else:
-                    new_id = connection.ops.last_insert_id(cursor, self.model._meta.db_table, auto.column)
-                setattr(instance, auto.attname, new_id)
+                setattr(instance, auto.attname, inserted[0][0])
         instance._state.adding = False
         instance._state.db = connection.alias
 
 
-class WrittenUpdate:
-    """Set one field of one row, found by primary key, by a statement written out once per engine."""
+Statement = tuple[str, Sequence[Any]]
 
-    def __init__(self, model: type[Model], field: str) -> None:
-        self.model = model
-        self.field: Field[Any, Any] = model._meta.get_field(field)  # type: ignore[assignment]
-        self._statements: dict[str, str] = {}
 
-    def update(self, pk: Any, value: Any) -> None:
-        sql = self._statements.get(connection.vendor)
-        if sql is None:
-            meta, quote = self.model._meta, connection.ops.quote_name
-            sql = self._statements[connection.vendor] = (
-                f"UPDATE {quote(meta.db_table)} SET {quote(str(self.field.column))} = %s"  # noqa: S608
-                f" WHERE {quote(str(meta.pk.column))} = %s"
-            )
-        pk_field = self.model._meta.pk
-        assert pk_field is not None
-        with connection.cursor() as cursor:
-            cursor.execute(
-                sql, [self.field.get_db_prep_save(value, connection), pk_field.get_db_prep_value(pk, connection)]
-            )
+def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+    """Run `statements` in order in this connection's transaction; each one's rows ([] for none).
+
+    - PostgreSQL gets them as one message: one round trip instead of one each (Django's
+      psycopg cursors bind parameters client-side, which allows several statements in one
+      query). Each still runs on a snapshot of its own, taken when it starts, as if sent
+      alone; the first that fails stops the rest and raises, as it would have alone.
+    - Other engines (SQLite, in process: no round trips to save) run them one by one.
+    """
+    results: list[list[tuple[Any, ...]]] = []
+    if not statements:
+        return results
+    with connection.cursor() as cursor:
+        if _one_message():
+            cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
+            while True:
+                results.append(cursor.fetchall() if cursor.description is not None else [])
+                if not cursor.nextset():
+                    break
+        else:
+            for sql, params in statements:
+                cursor.execute(sql, params)
+                results.append(cursor.fetchall() if cursor.description is not None else [])
+    return results
+
+
+def _one_message() -> bool:
+    # Server-side binding (an OPTIONS setting Gatehouse does not make) sends each query on
+    # its own with its parameters, which allows one statement only.
+    options = connection.settings_dict.get("OPTIONS") or {}
+    return connection.vendor == "postgresql" and not options.get("server_side_binding")

@@ -30,14 +30,13 @@ from bench.stats import Figure, Row, ratio, summary_ms
 TITLE2 = "Auto-decided request over HTTP (Daphne)"
 TITLE3 = "Server choice: Uvicorn vs Daphne"
 BOTTLENECK = (
-    "the dashboards, then round trips: without a dashboard open an auto-decided submit costs "
-    "about 2.4-3x the no-op's CPU; the first open dashboard adds 2.5-3.5 ms per call (the card "
-    "read and rendered once per process on a worker thread, its doorbell), each further one "
-    "~0.1-0.2 ms (one frame through its inbox, Channels' dispatch, Daphne's framing and a TCP "
-    "send: ~75 us of the event loop). Gathering the cards of calls decided at submit into one "
-    "frame per tick was measured and not kept (no CPU saved, a worse p99). The rest: 8 "
-    "statements plus the commit after the token; the team doorbell is one Redis PUBLISH, sent "
-    "on the event loop after the answer; the engine is ~0.1 ms (docs/PERFORMANCE.md, Issue 22)"
+    "the request cycle and its round trips, then the card: without a dashboard open an "
+    "auto-decided submit costs about 2.7-3x the no-op's CPU (DRF's request cycle, the thread "
+    "crossing, 5 round trips plus the commit after the token); the first open dashboard adds "
+    "1.5-2 ms per call (the card read and rendered once per process on a worker thread); since "
+    "2026-12-05 the cards of calls decided at submit reach each dashboard gathered, one frame "
+    "per socket per 0.1 s tick, so the other 19 add ~0.7-1 ms together instead of ~3 ms. The "
+    "engine is ~0.1 ms (docs/PERFORMANCE.md, Issue 22)"
 )
 BOTTLENECK3 = (
     "neither server is the bottleneck: both spend their time in the same Django/database work, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -12,8 +13,8 @@ from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 
 from approvals import services
-from approvals.audit import verify_row
-from approvals.models import AuditTamperError, Decision
+from approvals.audit import verify_chain, verify_row
+from approvals.models import AuditSearch, AuditTamperError, Decision, PermissionRequest
 from tests.approvals.audit_helpers import tamper
 from tests.live import ROOT, server_env
 
@@ -89,3 +90,25 @@ class AuditVerifyExitCodeTests:
         broken = subprocess.run(command, cwd=ROOT, env=server_env(), capture_output=True, text=True, timeout=60)
         assert broken.returncode == 1
         assert f"decision {rows[1].pk}: hash does not match" in broken.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+class ConcurrentAppendTests:
+    def test_writers_at_once_extend_one_chain_each_row_with_its_search_text_and_request(self, ci_bot: Any) -> None:
+        # The lock and the head read go in one message: the head must still be read after
+        # the lock is granted, or two writers would read one head and the second be refused.
+        def submit(index: int) -> Any:
+            try:
+                call = {"tool_name": "TaskList", "tool_input": {"n": index}, "tool_use_id": f"at_once_{index}"}
+                return services.request_submit(agent=ci_bot.agent, call=call)
+            finally:
+                connection.close()
+
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(submit, range(48)))
+        assert list(verify_chain()) == []
+        assert Decision.objects.count() == 48
+        for result in results:
+            assert PermissionRequest.objects.get(pk=result.request.pk).decision_id == result.decision.pk
+            search = AuditSearch.objects.get(decision_id=result.decision.pk)
+            assert search.text.startswith("tasklist")

@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from approvals import services
-from approvals.models import SessionDenials
+from approvals.models import AuditSearch, PermissionRequest, SessionDenials
 
 CALL = {"tool_name": "Bash", "tool_input": {"command": "git status"}, "session_id": "s1", "cwd": "/srv/app"}
 
@@ -64,3 +64,22 @@ class SubmitStatementTests:
         assert result.decision is None  # an ask: the pending cap was checked
         counts = [q for q in queries if "count(" in q.lower()]
         assert len(counts) == 1 and "approvals_teamsettings" in counts[0], queries
+
+    def test_the_chain_lock_is_held_for_two_round_trips_and_the_commit(self, ci_bot: Any) -> None:
+        _submit(ci_bot.agent, "toolu_1")
+        result, queries = _submit(ci_bot.agent, "toolu_2")
+        head = next(i for i, q in enumerate(queries) if "ORDER BY id DESC LIMIT 1" in q)
+        under_lock = queries[head:]
+        assert under_lock[-1] == "COMMIT", queries
+        if connection.vendor == "postgresql":
+            # The lock and the head read in one message; then the audit row, its search
+            # text and the request naming it in another; then the commit.
+            assert "pg_advisory_xact_lock" in under_lock[0], queries
+            assert len(under_lock) == 3, under_lock
+            for table in ("approvals_decision", "approvals_auditsearch", "approvals_permissionrequest"):
+                assert table in under_lock[1]
+        else:  # SQLite holds its one write lock from BEGIN, and has no round trips to save
+            assert len(under_lock) == 5, under_lock
+        stored = PermissionRequest.objects.get(pk=result.request.pk)
+        assert stored.decision_id == result.decision.pk
+        assert "git status" in AuditSearch.objects.get(decision_id=result.decision.pk).text
