@@ -144,7 +144,18 @@ def chained_fields(decision: Decision) -> dict[str, Any]:
 
 
 def payload_hash(prev_hash: str, fields: dict[str, Any]) -> str:
-    return hashlib.sha256((prev_hash + "\n" + canonical_json(fields)).encode()).hexdigest()
+    return chain_hash(prev_hash, canonical_json(fields))
+
+
+def chain_hash(prev_hash: str, payload: str) -> str:
+    """A row's hash: SHA-256 of the previous row's hash, a newline and its canonical JSON.
+
+    - The database computes the same as `gatehouse_chain_hash(prev, payload)` when a row is
+      appended: PostgreSQL in SQL (migration 0025), SQLite by calling this function
+      (registered on each connection, approvals.apps). `tests/approvals/test_audit_chain.py`
+      holds the two to each other.
+    """
+    return hashlib.sha256((prev_hash + "\n" + payload).encode()).hexdigest()
 
 
 def row_hash(decision: Decision, prev_hash: str) -> str:
@@ -174,26 +185,16 @@ def chain_start() -> str:
     return cut or GENESIS_HASH
 
 
-# Read for every decision, under the chain's lock: written out it costs a sixth of the CPU
-# of the same queryset (0.03 against 0.18 ms), and the lock is held for less.
-_CHAIN_HEAD: Statement = ("SELECT hash FROM approvals_decision ORDER BY id DESC LIMIT 1", [])
+# The chain's head as an append reads it: the newest row's hash, else the last archive
+# cut's head, else genesis (its one parameter). Read under the chain's lock.
+CHAIN_HEAD = (
+    "COALESCE((SELECT hash FROM approvals_decision ORDER BY id DESC LIMIT 1),"
+    " (SELECT head_hash FROM approvals_auditcut ORDER BY through_id DESC LIMIT 1), %s)"
+)
 
 
 def chain_head() -> str:
-    return _head(run_together([_CHAIN_HEAD])[0])
-
-
-def locked_chain_head() -> str:
-    """Take the chain's lock (`lock_chain_head`) and read its head, in one round trip.
-
-    - The head is read by a statement of its own, after the lock is granted, so it sees
-      every append committed before: a statement's snapshot is taken when it starts.
-    """
-    return _head(run_together([*_chain_lock(), _CHAIN_HEAD])[-1])
-
-
-def _head(rows: list[tuple[Any, ...]]) -> str:
-    return str(rows[0][0]) if rows else chain_start()
+    return str(run_together([(f"SELECT {CHAIN_HEAD}", [GENESIS_HASH])])[0][0][0])
 
 
 @dataclass(frozen=True)
@@ -278,14 +279,20 @@ def append_decision(
     decision = Decision(**fields)
     # What the hash covers (the request too, its agent's name read here) and the row's
     # search text are gathered before the chain's lock. The lock is held to commit, and
-    # every append waits for it, so what happens under it is two round trips: the lock
-    # and the head, then the row, its search text and the request naming it.
-    payload = chained_fields(decision)
+    # every append waits for it, so what happens under it is one round trip and the
+    # commit: the lock, then the row, its hash computed by the database from the head it
+    # reads (`chain_hash`; a statement's snapshot is taken when it starts, so it sees
+    # every append committed before the lock was granted), its search text and the
+    # request naming it.
+    payload = canonical_json(chained_fields(decision))
     text = search_text(request.tool_name, request.tool_input, message=decision.message, rule=decision.rule)
-    decision.prev_hash = locked_chain_head()
-    decision.hash = payload_hash(decision.prev_hash, payload)
     try:
-        _DECISION_INSERT.insert(decision, then=_chain_links(decision.hash, text, request, kind))
+        _DECISION_INSERT.insert(
+            decision,
+            before=_chain_lock(),
+            then=_chain_links(text, request, kind),
+            computed=[GENESIS_HASH, GENESIS_HASH, payload],
+        )
     except IntegrityError as exc:
         log.error("audit insert refused for request %s: %s", request.pk, exc)
         raise
@@ -296,33 +303,33 @@ def append_decision(
 
 # The audit log's statements, on every decision's path: written out once per process
 # (approvals.written); `Decision.save` refuses updates, and these only insert.
-_DECISION_INSERT = WrittenInsert(Decision)
+_DECISION_INSERT = WrittenInsert(
+    Decision, computed={"prev_hash": CHAIN_HEAD, "hash": f"gatehouse_chain_hash({CHAIN_HEAD}, %s)"}
+)
 _LINKS: dict[str, tuple[str, str]] = {}
 
 
-def _chain_links(row_hash: str, text: str, request: PermissionRequest, kind: str) -> list[Statement]:
+def _chain_links(text: str, request: PermissionRequest, kind: str) -> list[Statement]:
     """The row's search text (approvals.audit_search) and, for a decision, the request naming it.
 
-    Both find the new row by its hash (unique), so they go with its insert, before its id
-    is known.
+    Both go with the row's insert, before its id is known, and find it as the chain's
+    newest row: under the chain's lock nobody else appends.
     """
     found = _LINKS.get(connection.vendor)
     if found is None:
         quote, row, search, req = connection.ops.quote_name, Decision._meta, AuditSearch._meta, PermissionRequest._meta
-        by_hash = (
-            f"SELECT {quote(row.pk.column)} FROM {quote(row.db_table)}"  # noqa: S608
-            f" WHERE {quote(row.get_field('hash').column)} = %s"
-        )
+        pk = quote(row.pk.column)
+        newest = f"SELECT {pk} FROM {quote(row.db_table)} ORDER BY {pk} DESC LIMIT 1"  # noqa: S608
         found = _LINKS[connection.vendor] = (
             f"INSERT INTO {quote(search.db_table)} ({quote(search.get_field('decision').column)},"  # noqa: S608
-            f" {quote(search.get_field('text').column)}) VALUES (({by_hash}), %s)",
-            f"UPDATE {quote(req.db_table)} SET {quote(req.get_field('decision').column)} = ({by_hash})"  # noqa: S608
+            f" {quote(search.get_field('text').column)}) VALUES (({newest}), %s)",
+            f"UPDATE {quote(req.db_table)} SET {quote(req.get_field('decision').column)} = ({newest})"  # noqa: S608
             f" WHERE {quote(req.pk.column)} = %s",
         )
     index, names = found
-    statements: list[Statement] = [(index, [row_hash, text])]
+    statements: list[Statement] = [(index, [text])]
     if kind == AuditKind.DECISION:
         request_pk = PermissionRequest._meta.pk
         assert request_pk is not None
-        statements.append((names, [row_hash, request_pk.get_db_prep_value(request.pk, connection)]))
+        statements.append((names, [request_pk.get_db_prep_value(request.pk, connection)]))
     return statements

@@ -24,11 +24,11 @@ PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from django.db import connection
+from django.db import NotSupportedError, connection
 from django.db.models import Field, ForeignKey, Model
 from django.db.models.sql import Query
 
@@ -128,44 +128,69 @@ class WrittenInsert:
 
     For the inserts on every call's path; signals are not sent (Gatehouse's models have
     no receivers) and an instance already saved is refused, as an insert must be.
+
+    - `computed`: fields the statement fills itself, by name, each from an SQL expression
+      (its parameters passed to `insert`); they are read back with the new id, so an
+      engine without `INSERT … RETURNING` cannot have them.
     """
 
-    def __init__(self, model: type[Model]) -> None:
+    def __init__(self, model: type[Model], computed: Mapping[str, str] | None = None) -> None:
         self.model = model
-        self._statements: dict[str, tuple[str, list[Field[Any, Any]], bool]] = {}
+        self.computed = dict(computed or {})
+        self._statements: dict[str, tuple[str, list[Field[Any, Any]], list[Field[Any, Any]]]] = {}
 
-    def _statement(self) -> tuple[str, list[Field[Any, Any]], bool]:
+    def _statement(self) -> tuple[str, list[Field[Any, Any]], list[Field[Any, Any]]]:
+        """The SQL, the fields whose values it takes, and the fields it returns."""
         found = self._statements.get(connection.vendor)
         if found is None:
             meta, quote = self.model._meta, connection.ops.quote_name
-            fields: list[Field[Any, Any]] = [f for f in meta.local_concrete_fields if f is not meta.auto_field]
+            computed: list[Field[Any, Any]] = [meta.get_field(name) for name in self.computed]  # type: ignore[misc]
+            fields: list[Field[Any, Any]] = [
+                f for f in meta.local_concrete_fields if f is not meta.auto_field and f not in computed
+            ]
+            values = ["%s"] * len(fields) + [f"({expression})" for expression in self.computed.values()]
             sql = (
-                f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(str(f.column)) for f in fields)})"  # noqa: S608
-                f" VALUES ({', '.join(['%s'] * len(fields))})"
+                f"INSERT INTO {quote(meta.db_table)}"  # noqa: S608
+                f" ({', '.join(quote(str(f.column)) for f in [*fields, *computed])}) VALUES ({', '.join(values)})"
             )
-            returning = meta.auto_field is not None and connection.features.can_return_columns_from_insert
-            if returning:
-                sql += f" RETURNING {quote(str(meta.auto_field.column))}"  # type: ignore[union-attr]
-            found = self._statements[connection.vendor] = (sql, fields, returning)
+            returned: list[Field[Any, Any]] = [*([meta.auto_field] if meta.auto_field else []), *computed]
+            if returned and connection.features.can_return_columns_from_insert:
+                sql += f" RETURNING {', '.join(quote(str(f.column)) for f in returned)}"
+            elif computed:
+                raise NotSupportedError(f"{connection.vendor} cannot return what an insert of {meta.label} computes")
+            else:
+                returned = []
+            found = self._statements[connection.vendor] = (sql, fields, returned)
         return found
 
-    def insert(self, instance: Model, then: Sequence[Statement] = ()) -> None:
-        """Insert `instance`; `then`: statements that follow it, sent with it (`run_together`)."""
+    def insert(
+        self,
+        instance: Model,
+        *,
+        before: Sequence[Statement] = (),
+        then: Sequence[Statement] = (),
+        computed: Sequence[Any] = (),
+    ) -> None:
+        """Insert `instance`, with the statements `before` and `then` it sent together (`run_together`).
+
+        - `computed`: the parameters of the computed fields' expressions, in their order.
+        """
         if not instance._state.adding:
             raise ValueError(f"{instance!r} is already saved; an insert writes new rows only")
-        sql, fields, returning = self._statement()
+        sql, fields, returned = self._statement()
         params = [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields]
         auto = self.model._meta.auto_field
-        if auto is not None and not returning:  # an engine that cannot return the new id
+        if auto is not None and not returned:  # an engine that cannot return the new id
+            run_together(before)
             with connection.cursor() as cursor:
                 cursor.execute(sql, params)
                 new_id = connection.ops.last_insert_id(cursor, self.model._meta.db_table, auto.column)
             setattr(instance, auto.attname, new_id)
             run_together(then)
         else:
-            inserted = run_together([(sql, params), *then])[0]
-            if auto is not None:
-                setattr(instance, auto.attname, inserted[0][0])
+            row = run_together([*before, (sql, [*params, *computed]), *then])[len(before)]
+            for field, value in zip(returned, row[0] if returned else (), strict=True):
+                setattr(instance, field.attname, value)
         instance._state.adding = False
         instance._state.db = connection.alias
 

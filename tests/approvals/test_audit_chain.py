@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from approvals import services
-from approvals.audit import verify_chain, verify_row
+from approvals.audit import canonical_json, chain_hash, verify_chain, verify_row
 from approvals.models import AuditSearch, AuditTamperError, Decision, PermissionRequest
 from tests.approvals.audit_helpers import tamper
 from tests.live import ROOT, server_env
@@ -112,3 +114,23 @@ class ConcurrentAppendTests:
             assert PermissionRequest.objects.get(pk=result.request.pk).decision_id == result.decision.pk
             search = AuditSearch.objects.get(decision_id=result.decision.pk)
             assert search.text.startswith("tasklist")
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@pytest.mark.django_db
+class ChainHashFunctionTests:
+    @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(prev=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64), payload=JSON)
+    def test_the_database_hashes_a_row_as_python_does(self, prev: str, payload: Any) -> None:
+        # Appends hash in the database (PostgreSQL: SQL, migration 0025); verification in Python.
+        text = canonical_json(payload)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT gatehouse_chain_hash(%s, %s)", [prev, text])
+            (got,) = cursor.fetchone()
+        assert got == chain_hash(prev, text)

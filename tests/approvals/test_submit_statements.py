@@ -9,7 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from approvals import services
-from approvals.models import AuditSearch, PermissionRequest, SessionDenials
+from approvals.audit import verify_row
+from approvals.models import AuditSearch, Decision, PermissionRequest, SessionDenials
 
 CALL = {"tool_name": "Bash", "tool_input": {"command": "git status"}, "session_id": "s1", "cwd": "/srv/app"}
 
@@ -50,14 +51,18 @@ class SubmitStatementTests:
         assert not [q for q in queries if 'from "approvals_rule"' in q.lower()]
         assert not [q for q in queries if "savepoint" in q.lower()]
         # One read for the replay check, denial state, stop switch, rules version and the
-        # team's approval settings (selectors.submit_context); the webhooks; then the request,
-        # chain head, audit row, its search text (approvals.audit_search), the request naming
-        # its outcome row (and on PostgreSQL the chain's advisory lock).
-        assert len([q for q in queries if q not in ("BEGIN", "COMMIT")]) <= 8, queries
+        # team's approval settings (selectors.submit_context); the webhooks; the request;
+        # then the audit row (its hash computed from the chain's head), its search text
+        # (approvals.audit_search) and the request naming its outcome row, which PostgreSQL
+        # gets as one message with the chain's advisory lock.
+        expected = 4 if connection.vendor == "postgresql" else 6
+        assert len([q for q in queries if q not in ("BEGIN", "BEGIN IMMEDIATE", "COMMIT")]) == expected, queries
         (context,) = [q for q in queries if "approvals_teamsettings" in q]
         for table in ("approvals_permissionrequest", "approvals_sessiondenials", "approvals_pause", "rulesversion"):
             assert table in context
-            assert len([q for q in queries if table in q and q.lstrip().startswith("SELECT")]) == 1, queries
+            reads = [q for q in queries if table in q and q.lstrip().startswith("SELECT")]
+            # On PostgreSQL the writes under the chain's lock go in the lock's message.
+            assert len([q for q in reads if "pg_advisory_xact_lock" not in q]) == 1, queries
 
     def test_an_ask_counts_the_agents_pending_asks_in_the_context_read(self, ci_bot: Any) -> None:
         result, queries = _submit(ci_bot.agent, "toolu_ask", tool_input={"command": "npm publish"})
@@ -65,21 +70,22 @@ class SubmitStatementTests:
         counts = [q for q in queries if "count(" in q.lower()]
         assert len(counts) == 1 and "approvals_teamsettings" in counts[0], queries
 
-    def test_the_chain_lock_is_held_for_two_round_trips_and_the_commit(self, ci_bot: Any) -> None:
+    def test_the_chain_lock_is_held_for_one_round_trip_and_the_commit(self, ci_bot: Any) -> None:
         _submit(ci_bot.agent, "toolu_1")
         result, queries = _submit(ci_bot.agent, "toolu_2")
-        head = next(i for i, q in enumerate(queries) if "ORDER BY id DESC LIMIT 1" in q)
-        under_lock = queries[head:]
-        assert under_lock[-1] == "COMMIT", queries
         if connection.vendor == "postgresql":
-            # The lock and the head read in one message; then the audit row, its search
-            # text and the request naming it in another; then the commit.
-            assert "pg_advisory_xact_lock" in under_lock[0], queries
-            assert len(under_lock) == 3, under_lock
-            for table in ("approvals_decision", "approvals_auditsearch", "approvals_permissionrequest"):
-                assert table in under_lock[1]
+            # The lock, the audit row (its hash computed by the database from the head it
+            # reads), its search text and the request naming it in one message; then the commit.
+            locked = next(i for i, q in enumerate(queries) if "pg_advisory_xact_lock" in q)
+            under_lock = queries[locked:]
+            assert len(under_lock) == 2 and under_lock[-1] == "COMMIT", under_lock
+            for part in ("approvals_decision", "gatehouse_chain_hash", "approvals_auditsearch", "UPDATE"):
+                assert part in under_lock[0]
         else:  # SQLite holds its one write lock from BEGIN, and has no round trips to save
-            assert len(under_lock) == 5, under_lock
+            row = next(i for i, q in enumerate(queries) if "gatehouse_chain_hash" in q)
+            assert len(queries[row:]) == 4 and queries[-1] == "COMMIT", queries[row:]
         stored = PermissionRequest.objects.get(pk=result.request.pk)
         assert stored.decision_id == result.decision.pk
         assert "git status" in AuditSearch.objects.get(decision_id=result.decision.pk).text
+        assert result.decision.hash == Decision.objects.get(pk=result.decision.pk).hash
+        assert verify_row(Decision.objects.select_related("request__agent").get(pk=result.decision.pk))
