@@ -62,6 +62,26 @@ class AuditChainTests:
             cursor.execute("DELETE FROM approvals_decision WHERE id = %s", [rows[2].pk])
         assert "broken in 1 place" in verify()
 
+    def test_a_hash_function_replaced_in_the_database_shows_as_a_break(self, ci_bot: Any) -> None:
+        decide_some(ci_bot.agent, 2)
+        forged = "SELECT encode(sha256(convert_to(prev, 'UTF8')), 'hex')"  # leaves the row out
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:  # rolled back with the test's transaction
+                cursor.execute(
+                    "CREATE OR REPLACE FUNCTION gatehouse_chain_hash(prev text, payload text) RETURNS text"
+                    f" LANGUAGE sql AS $$ {forged} $$"
+                )
+        else:
+            connection.connection.create_function("gatehouse_chain_hash", 2, lambda prev, payload: chain_hash(prev, ""))
+        try:
+            services.request_submit(
+                agent=ci_bot.agent, call={"tool_name": "TaskList", "tool_input": {"n": 9}, "tool_use_id": "forged"}
+            )
+        finally:
+            if connection.vendor == "sqlite":
+                connection.connection.create_function("gatehouse_chain_hash", 2, chain_hash, deterministic=True)
+        assert "broken in 1 place" in verify()
+
     def test_it_refuses_updates_and_deletes_through_the_orm(self, ci_bot: Any) -> None:
         (row,) = decide_some(ci_bot.agent, 1)
         with pytest.raises(AuditTamperError):
