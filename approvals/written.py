@@ -11,15 +11,16 @@ database engine from the models' own `_meta`, so they follow a migration unedite
   (`SQLCompiler.get_converters`, as `RawQuerySet` does), and each row becomes model
   instances through `Model.from_db`: a UUID, a JSON field or a SQLite date comes back
   as the ORM returns it.
-- `WrittenInsert`: a call's request, its audit row and the row's search text. Each
-  value is what the ORM would send (`Field.pre_save`, then `get_db_prep_save`), and the
-  instance ends as `save(force_insert=True)` leaves it (its id set, no longer adding).
+- `WrittenInsert`: a call's request and its audit row (whose `prev_hash` and `hash` the
+  statement computes, approvals.audit). Each value is what the ORM would send
+  (`Field.pre_save`, then `get_db_prep_save`), and the instance ends as
+  `save(force_insert=True)` leaves it (its id set, no longer adding).
 - `run_together`: statements that follow one another, sent in one round trip where the
-  database allows (the audit row, its search text and the request naming it; the chain's
-  lock and its head).
+  database allows (the chain's lock, the audit row, its search text and the request
+  naming it).
 
-`tests/approvals/test_written.py` holds each to the ORM, field by field, on SQLite and
-PostgreSQL.
+`tests/approvals/test_written.py` holds the reads and inserts to the ORM, field by field,
+on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
