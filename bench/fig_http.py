@@ -32,7 +32,7 @@ TITLE3 = "Server choice: Uvicorn vs Daphne"
 BOTTLENECK = (
     "the request cycle and its round trips, then the card: without a dashboard open an "
     "auto-decided submit costs about 2.7-3x the no-op's CPU (DRF's request cycle, the thread "
-    "crossing, 5 round trips plus the commit after the token); the first open dashboard adds "
+    "crossing, 4 round trips plus the commit after the token); the first open dashboard adds "
     "1.5-2 ms per call (the card read and rendered once per process on a worker thread); since "
     "2026-12-05 the cards of calls decided at submit reach each dashboard gathered, one frame "
     "per socket per 0.1 s tick, so the other 19 add ~0.7-1 ms together instead of ~3 ms. The "
