@@ -8,11 +8,12 @@ dashboards.
 Every dashboard socket of a team hears the same `request.created` / `request.decided`
 doorbell. Rendering the card per socket meant, per event and per socket, a worker
 thread, a fresh database connection, three queries and a template: 20 dashboards made
-the 20th wait for 19 renders. Now the first socket to handle an event reads the
-request, its decision and the team's memberships in one worker-thread call and renders
-the card once per role the team has (with the decide form for approvers, without it for
-viewers); the other sockets of the process await that same work and take the variant
-their user's role allows, as a frame JSON-encoded once per variant.
+the 20th wait for 19 renders. Now the process, as the event arrives at a group a
+dashboard joined, reads the request, its decision and the team's memberships in one
+worker-thread call and renders the card once per role the team has (with the decide
+form for approvers, without it for viewers); the sockets of the process await that same
+work and take the variant their user's role allows, as a frame JSON-encoded once per
+variant.
 
 Who sees what is decided as before, per socket and from the database at event time:
 the memberships are read with the card, so a person removed from the team gets nothing
@@ -103,6 +104,13 @@ class CardFanout:
         # Shielded: one socket closing while it waits must not cancel the others' card.
         return await asyncio.shield(future)
 
+    def reading(self, event: dict[str, Any]) -> bool:
+        """Whether this event's card is read, or being read, in this process."""
+        request_id = relay_selectors.parse_request_id(event.get("request_id"))
+        if request_id is None or self._loop is not asyncio.get_running_loop():
+            return False
+        return _key(event, request_id) in self._entries
+
     def read(self, event: dict[str, Any]) -> asyncio.Future[PushedCard | None] | None:
         """Start reading the card this event announces, unless it is read or being read.
 
@@ -111,7 +119,7 @@ class CardFanout:
         request_id = relay_selectors.parse_request_id(event.get("request_id"))
         if request_id is None:
             return None
-        key = (event.get("type"), request_id, event.get("decision_id"))
+        key = _key(event, request_id)
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a future belongs to one event loop
             self._loop, self._entries = loop, OrderedDict()
@@ -139,7 +147,15 @@ class CardFanout:
                 del self._entries[key]
 
 
+def _key(event: dict[str, Any], request_id: uuid.UUID) -> tuple[Any, ...]:
+    return (event.get("type"), request_id, event.get("decision_id"))
+
+
 CARDS = CardFanout()
+# The events a dashboard shows a card for (relay.consumers.dashboard).
+CARD_EVENTS = frozenset(
+    {"request.created", "request.updated", "request.decided", "request.cancelled", "request.expired"}
+)
 
 
 # --- one subscription per group and process -----------------------------------------------
@@ -151,7 +167,7 @@ LOST = "fanout.lost"
 # The events of calls decided at submit (`at_submit`: never pending, their cards only feed
 # the dashboards' "recent" lists) are handed to a group's sockets together, as one
 # `GATHERED` event, at most this long after the first of them: one frame per socket per
-# tick instead of one per call. Their cards are read as they arrive, not at the tick.
+# tick instead of one per call. Their cards are read as they arrive, as every card is.
 GATHER_SECONDS = 0.1
 GATHERED = "requests.gathered"
 
@@ -161,6 +177,7 @@ class _LocalGroup:
     name: str
     inboxes: set[asyncio.Queue[dict[str, Any]]]
     ready: asyncio.Future[None] | None = None
+    cards: bool = False  # a socket that shows cards joined: each event's card is read as it arrives
     gathered: list[dict[str, Any]] = field(default_factory=list)
     tick: asyncio.TimerHandle | None = None
 
@@ -187,8 +204,13 @@ class LocalGroups:
         self._groups: dict[str, _LocalGroup] = {}
         self._subscription: teambus.Subscription | None = None
 
-    async def join(self, group: str, inbox: asyncio.Queue[dict[str, Any]]) -> None:
-        """Deliver the group's events into `inbox` from when this returns."""
+    async def join(self, group: str, inbox: asyncio.Queue[dict[str, Any]], *, cards: bool = False) -> None:
+        """Deliver the group's events into `inbox` from when this returns.
+
+        - `cards`: the socket shows the events' cards (a dashboard). From then on the
+          process starts reading each event's card as the event arrives: every socket
+          handles its inbox in order and would otherwise wait for each card in turn.
+        """
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._loop, self._groups, self._subscription = loop, {}, None
@@ -197,6 +219,7 @@ class LocalGroups:
             local = self._groups[group] = _LocalGroup(group, set())
             local.ready = asyncio.ensure_future(self._subscribe(local))
         local.inboxes.add(inbox)
+        local.cards = local.cards or cards
         assert local.ready is not None
         try:
             await asyncio.shield(local.ready)
@@ -242,10 +265,9 @@ class LocalGroups:
         local = self._groups.get(group)
         if local is None:
             return
+        if local.cards and event.get("type") in CARD_EVENTS:
+            CARDS.read(event)  # on a worker thread, beside the other cards being read
         if event.get("at_submit") is True:
-            # Read now, on the worker thread, as an ungathered card would be: at the tick
-            # the sockets only send it.
-            CARDS.read(event)
             local.gathered.append(event)
             if local.tick is None:
                 local.tick = asyncio.get_running_loop().call_later(GATHER_SECONDS, self._hand_over, local)

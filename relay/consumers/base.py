@@ -143,9 +143,12 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
             forward.cancel()
             await self.leave_bus_groups()
 
-    async def bus_join(self, group: str) -> None:
-        """Hear a bus group's doorbells (`approvals.teambus.on_bus`) from when this returns."""
-        await fanout.GROUPS.join(group, self.inbox)
+    async def bus_join(self, group: str, *, cards: bool = False) -> None:
+        """Hear a bus group's doorbells (`approvals.teambus.on_bus`) from when this returns.
+
+        - `cards`: this socket shows the events' cards (`fanout.LocalGroups.join`).
+        """
+        await fanout.GROUPS.join(group, self.inbox, cards=cards)
         self.bus_groups.append(group)
 
     async def leave_bus_groups(self) -> None:

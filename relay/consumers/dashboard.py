@@ -203,7 +203,7 @@ class DashboardConsumer(GatehouseConsumer):
             team_ids = await db(permissions.team_ids_for)(self.user)
             groups = [events.ALL_TEAMS_GROUP] if team_ids is None else [events.team_group(t) for t in team_ids]
             for group in groups:
-                await self.bus_join(group)
+                await self.bus_join(group, cards=True)
             self.subscribed = True
         now = time.monotonic()
         wait = self.last_snapshot_at + SNAPSHOT_MIN_INTERVAL - now

@@ -145,6 +145,35 @@ class GatheringOrderTests:
         assert [e["request_id"] for e in events] == ["a"] and left == 0
 
 
+@pytest.mark.django_db(transaction=True)
+class CardsReadOnArrivalTests:
+    @override_settings(REDIS_URL="")
+    def test_a_group_that_shows_cards_starts_reading_each_as_its_event_arrives(self, ci_bot: Any) -> None:
+        pending = services.request_submit(agent=ci_bot.agent, call=ask_call("rm -rf on-arrival")).request
+        created = {"type": "request.created", "request_id": str(pending.pk)}
+        to_the_agent = {"type": "request.decided", "request_id": str(pending.pk), "decision_id": 1}
+
+        async def scenario() -> tuple[bool, bool, str]:
+            groups = fanout.LocalGroups()
+            dashboard, agent = Inbox(), Inbox()
+            await groups.join("team.5", dashboard.queue, cards=True)
+            await groups.join("agent.5", agent.queue)
+            await teambus.publish("agent.5", to_the_agent)
+            await teambus.publish("team.5", created)
+            # Before any socket has read its inbox: the dashboards' card is on its way,
+            # and nothing is read for the agent's socket, which shows no card.
+            reading = (fanout.CARDS.reading(created), fanout.CARDS.reading(to_the_agent))
+            card = await asyncio.wait_for(fanout.CARDS.card(created), WAIT)
+            assert card is not None
+            for group, inbox in (("team.5", dashboard), ("agent.5", agent)):
+                await groups.leave(group, inbox.queue)
+            return *reading, card.html_approver
+
+        for_dashboards, for_the_agent, html = asyncio.run(scenario())
+        assert for_dashboards and not for_the_agent
+        assert "on-arrival" in html
+
+
 class FramePartsTests:
     @given(sizes=st.lists(st.integers(1, 140 * 1024), max_size=30))
     def test_a_batch_is_cut_into_frames_under_the_limit_keeping_every_card_in_order(self, sizes: list[int]) -> None:
