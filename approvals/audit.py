@@ -33,7 +33,7 @@ from django.db import IntegrityError, connection
 from django.utils import timezone
 
 from approvals.audit_search import search_text
-from approvals.models import AuditCut, AuditKind, AuditSearch, Decision, PermissionRequest
+from approvals.models import AuditKind, AuditSearch, Decision, PermissionRequest
 from approvals.written import Statement, WrittenInsert, run_together
 
 log = logging.getLogger(__name__)
@@ -179,18 +179,19 @@ def _chain_lock() -> list[Statement]:
     return [("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK_KEY])] if connection.vendor == "postgresql" else []
 
 
+# The hash the live table's first row follows: the last archive cut's head, else genesis
+# (its one parameter).
+CHAIN_START = "COALESCE((SELECT head_hash FROM approvals_auditcut ORDER BY through_id DESC LIMIT 1), %s)"
+
+
 def chain_start() -> str:
     """The hash the live table's first row follows: the last archive cut's head, or genesis."""
-    cut = AuditCut.objects.order_by("-through_id").values_list("head_hash", flat=True).first()
-    return cut or GENESIS_HASH
+    return str(run_together([(f"SELECT {CHAIN_START}", [GENESIS_HASH])])[0][0][0])
 
 
-# The chain's head as an append reads it: the newest row's hash, else the last archive
-# cut's head, else genesis (its one parameter). Read under the chain's lock.
-CHAIN_HEAD = (
-    "COALESCE((SELECT hash FROM approvals_decision ORDER BY id DESC LIMIT 1),"
-    " (SELECT head_hash FROM approvals_auditcut ORDER BY through_id DESC LIMIT 1), %s)"
-)
+# The chain's head as an append reads it: the newest row's hash, else `CHAIN_START` (its
+# one parameter is genesis). Read under the chain's lock.
+CHAIN_HEAD = f"COALESCE((SELECT hash FROM approvals_decision ORDER BY id DESC LIMIT 1), {CHAIN_START})"  # noqa: S608
 
 
 def chain_head() -> str:
