@@ -25,7 +25,7 @@ on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -77,12 +77,11 @@ class _Statement:
                     f" {kind} {target} t{n} ON t{n}.{quote(field.target_field.column)} = t0.{quote(field.column)}"
                 )
         self.match: list[Field[Any, Any]] = [model._meta.get_field(name) for name in match]  # type: ignore[misc]
-        where = [f"t0.{quote(str(f.column))} = %s" for f in self.match] + ([also] if also else [])
+        self.also = [also] if also else []
         # Every name comes from the models' metadata, quoted; the values are parameters.
-        self.sql = (
-            f"SELECT {', '.join(columns)} FROM {quote(model._meta.db_table)} t0{''.join(joins)}"  # noqa: S608
-            f" WHERE {' AND '.join(where)} LIMIT 1"
-        )
+        self.select = f"SELECT {', '.join(columns)} FROM {quote(model._meta.db_table)} t0{''.join(joins)}"  # noqa: S608
+        self.matched = [f"t0.{quote(str(f.column))}" for f in self.match]
+        self.sql = f"{self.select} WHERE {' AND '.join([f'{m} = %s' for m in self.matched] + self.also)} LIMIT 1"
         self.compiler = connection.ops.compiler("SQLCompiler")(Query(model), connection, connection.alias)
         self.converters = self.compiler.get_converters(cols)
 
@@ -108,20 +107,34 @@ class JoinedRead(Generic[M]):
         params = [
             field.get_db_prep_value(value, connection) for field, value in zip(statement.match, values, strict=True)
         ]
+        return next(self._read(statement, statement.sql, params), None)
+
+    def each(self, values: Collection[Any]) -> list[M]:
+        """Every row whose one `match` field is one of `values`, in no particular order."""
+        statement = self._statement()
+        if len(statement.match) != 1:
+            raise TypeError(f"each() matches one field; this read matches {len(statement.match)}")
+        if not values:
+            return []
+        field = statement.match[0]
+        params = [field.get_db_prep_value(value, connection) for value in values]
+        placeholders = ", ".join(["%s"] * len(params))
+        where = " AND ".join([f"{statement.matched[0]} IN ({placeholders})", *statement.also])
+        return list(self._read(statement, f"{statement.select} WHERE {where}", params))
+
+    def _read(self, statement: _Statement, sql: str, params: list[Any]) -> Iterator[M]:
         with connection.cursor() as cursor:
-            cursor.execute(statement.sql, params)
+            cursor.execute(sql, params)
             rows: Iterator[Any] = iter(cursor.fetchall())
         if statement.converters:
             rows = statement.compiler.apply_converters(rows, statement.converters)
-        row = next(rows, None)
-        if row is None:
-            return None
         base, *related = statement.parts
-        instance = base.instance(row)
-        for part in related:
-            assert part.relation is not None
-            part.relation.set_cached_value(instance, part.instance(row))  # type: ignore[arg-type]
-        return instance  # type: ignore[return-value]
+        for row in rows:
+            instance = base.instance(row)
+            for part in related:
+                assert part.relation is not None
+                part.relation.set_cached_value(instance, part.instance(row))  # type: ignore[arg-type]
+            yield instance  # type: ignore[misc]
 
 
 class WrittenInsert:

@@ -13,7 +13,8 @@ dashboard joined, reads the request, its decision and the team's memberships in 
 worker-thread call and renders the card once per role the team has (with the decide
 form for approvers, without it for viewers); the sockets of the process await that same
 work and take the variant their user's role allows, as a frame JSON-encoded once per
-variant.
+variant. The cards of calls decided at submit, handed over once per tick, are read in
+one such call per tick, all of them in two statements.
 
 Who sees what is decided as before, per socket and from the database at event time:
 the memberships are read with the card, so a person removed from the team gets nothing
@@ -24,11 +25,12 @@ is not in the card's team (or is inactive) gets nothing at all.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +38,7 @@ from channels.db import database_sync_to_async
 
 from approvals import permissions, selectors, teambus
 from approvals.cards import render_card_as, render_pending_card_variants
-from approvals.models import RequestState, Role
+from approvals.models import PermissionRequest, RequestState, Role
 from relay import selectors as relay_selectors
 
 log = logging.getLogger(__name__)
@@ -71,12 +73,21 @@ class PushedCard:
         return None
 
 
-def load_card(request_id: uuid.UUID) -> PushedCard | None:
-    """Read and render one card for every socket (ORM work: call from a worker thread)."""
-    request = relay_selectors.request_for_card(request_id)
-    if request is None:
-        return None
-    roles = relay_selectors.team_roles(request.team_id)
+def load_cards(request_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, PushedCard | None]:
+    """Read and render these cards for every socket: each id's card, None where there is
+    no such request (ORM work: call from a worker thread).
+
+    - Two statements however many cards: the requests, then their teams' memberships.
+    """
+    requests = relay_selectors.requests_for_cards(request_ids)
+    teams = relay_selectors.teams_roles({request.team_id for request in requests.values()})
+    cards: dict[uuid.UUID, PushedCard | None] = dict.fromkeys(request_ids)
+    for request_id, request in requests.items():
+        cards[request_id] = _render(request, teams[request.team_id])
+    return cards
+
+
+def _render(request: PermissionRequest, roles: dict[int, str]) -> PushedCard:
     if request.state != RequestState.PENDING:
         # Nobody can decide any more: one card for everyone.
         html = render_card_as(request, can_decide=False, decision=selectors.joined_decision(request))
@@ -119,18 +130,33 @@ class CardFanout:
         request_id = relay_selectors.parse_request_id(event.get("request_id"))
         if request_id is None:
             return None
-        key = _key(event, request_id)
+        self.read_together([event])
+        return self._entries[_key(event, request_id)][1]
+
+    def read_together(self, events: list[dict[str, Any]]) -> None:
+        """Start reading the cards these events announce that are neither read nor being
+        read, in one worker-thread call (`load_cards`). Call on the event loop."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a future belongs to one event loop
             self._loop, self._entries = loop, OrderedDict()
         now = time.monotonic()
         self._forget_old(now)
-        entry = self._entries.get(key)
-        if entry is None:
-            future = asyncio.ensure_future(database_sync_to_async(load_card, thread_sensitive=False)(request_id))
-            future.add_done_callback(lambda done: self._forget_failed(key, done))
-            entry = self._entries[key] = (now, future)
-        return entry[1]
+        wanted: dict[tuple[Any, ...], uuid.UUID] = {}
+        for event in events:
+            request_id = relay_selectors.parse_request_id(event.get("request_id"))
+            if request_id is not None:
+                key = _key(event, request_id)
+                if key not in self._entries:
+                    wanted[key] = request_id
+        if not wanted:
+            return
+        read = asyncio.ensure_future(database_sync_to_async(load_cards, thread_sensitive=False)(set(wanted.values())))
+        futures: dict[tuple[Any, ...], asyncio.Future[PushedCard | None]] = {}
+        for key in wanted:
+            future = futures[key] = loop.create_future()
+            future.add_done_callback(functools.partial(self._forget_failed, key))
+            self._entries[key] = (now, future)
+        read.add_done_callback(lambda done: _settle(done, futures, wanted))
 
     def _forget_old(self, now: float) -> None:
         while self._entries:
@@ -145,6 +171,24 @@ class CardFanout:
             entry = self._entries.get(key)
             if entry is not None and entry[1] is future:
                 del self._entries[key]
+
+
+def _settle(
+    read: asyncio.Future[dict[uuid.UUID, PushedCard | None]],
+    futures: dict[tuple[Any, ...], asyncio.Future[PushedCard | None]],
+    wanted: dict[tuple[Any, ...], uuid.UUID],
+) -> None:
+    """Hand each event's future its card from the read of them all, or the read's failure."""
+    error = None if read.cancelled() else read.exception()
+    for key, future in futures.items():
+        if future.done():
+            continue
+        if read.cancelled():
+            future.cancel()
+        elif error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(read.result()[wanted[key]])
 
 
 def _key(event: dict[str, Any], request_id: uuid.UUID) -> tuple[Any, ...]:
@@ -167,7 +211,8 @@ LOST = "fanout.lost"
 # The events of calls decided at submit (`at_submit`: never pending, their cards only feed
 # the dashboards' "recent" lists) are handed to a group's sockets together, as one
 # `GATHERED` event, at most this long after the first of them: one frame per socket per
-# tick instead of one per call. Their cards are read as they arrive, as every card is.
+# tick instead of one per call. Their cards are read then, together: one worker-thread call
+# and two statements per tick instead of one call and two statements per card.
 GATHER_SECONDS = 0.1
 GATHERED = "requests.gathered"
 
@@ -177,7 +222,7 @@ class _LocalGroup:
     name: str
     inboxes: set[asyncio.Queue[dict[str, Any]]]
     ready: asyncio.Future[None] | None = None
-    cards: bool = False  # a socket that shows cards joined: each event's card is read as it arrives
+    cards: bool = False  # a socket that shows cards joined: the process reads the events' cards
     gathered: list[dict[str, Any]] = field(default_factory=list)
     tick: asyncio.TimerHandle | None = None
 
@@ -208,8 +253,9 @@ class LocalGroups:
         """Deliver the group's events into `inbox` from when this returns.
 
         - `cards`: the socket shows the events' cards (a dashboard). From then on the
-          process starts reading each event's card as the event arrives: every socket
-          handles its inbox in order and would otherwise wait for each card in turn.
+          process starts reading each event's card as the event arrives (a gathered
+          one's at hand-over, with the others of its tick): every socket handles its
+          inbox in order and would otherwise wait for each card in turn.
         """
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
@@ -265,14 +311,14 @@ class LocalGroups:
         local = self._groups.get(group)
         if local is None:
             return
-        if local.cards and event.get("type") in CARD_EVENTS:
-            CARDS.read(event)  # on a worker thread, beside the other cards being read
         if event.get("at_submit") is True:
-            local.gathered.append(event)
+            local.gathered.append(event)  # its card is read with the others at hand-over
             if local.tick is None:
                 local.tick = asyncio.get_running_loop().call_later(GATHER_SECONDS, self._hand_over, local)
             return
         self._hand_over(local)
+        if local.cards and event.get("type") in CARD_EVENTS:
+            CARDS.read(event)  # on a worker thread, beside the other cards being read
         self._put(local, event)
 
     def _hand_over(self, local: _LocalGroup) -> None:
@@ -280,6 +326,8 @@ class LocalGroups:
         _stop_tick(local)
         if local.gathered:
             gathered, local.gathered = local.gathered, []
+            if local.cards:
+                CARDS.read_together([e for e in gathered if e.get("type") in CARD_EVENTS])
             self._put(local, {"type": GATHERED, "events": gathered})
 
     def _put(self, local: _LocalGroup, event: dict[str, Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 from django.db import connection
@@ -44,31 +45,39 @@ def agent_request_with_decision(agent_id: int, request_id: uuid.UUID) -> Permiss
 _CARD = JoinedRead(PermissionRequest, relations=("agent", "team", "decision"), match=("id",))
 
 
-def request_for_card(request_id: Any) -> PermissionRequest | None:
-    """The request with its agent, team and (once decided) decision, in one statement.
+def requests_for_cards(request_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, PermissionRequest]:
+    """The requests of these ids that exist, each with its agent, team and (once decided)
+    decision, in one statement.
 
-    Every process with a dashboard open reads each announced request once, so this is
-    on the path of every call: a statement written out once per process
-    (`approvals.written`) returns what `select_related("agent", "team",
-    "decision")` returns, without compiling that query for every call.
+    Every process with a dashboard open reads each announced request, so this is on the
+    path of every call: a statement written out once per process (`approvals.written`)
+    returns what `select_related("agent", "team", "decision")` returns, without compiling
+    that query for every call. The cards of one tick's calls decided at submit are read
+    together (relay.fanout).
     """
-    request_uuid = request_id if isinstance(request_id, uuid.UUID) else parse_request_id(request_id)
-    if request_uuid is None:
-        return None
-    return _CARD.first(request_uuid)
+    return {request.pk: request for request in _CARD.each(request_ids)}
 
 
-def team_roles(team_id: int) -> dict[int, str]:
-    """Every member of the team with their role: user id -> "admin" | "approver" | "viewer"."""
+def teams_roles(team_ids: Collection[int]) -> dict[int, dict[int, str]]:
+    """Every member of each of these teams with their role: team id -> user id -> "admin" | "approver" | "viewer".
+
+    - A team without members maps to {}.
+    """
+    teams: dict[int, dict[int, str]] = {team_id: {} for team_id in team_ids}
+    if not teams:
+        return teams
     with connection.cursor() as cursor:
-        cursor.execute(_team_roles_sql(connection.vendor), [team_id])
-        return {user_id: role for user_id, role in cursor.fetchall()}
+        cursor.execute(_teams_roles_sql(connection.vendor, len(teams)), list(teams))
+        for team_id, user_id, role in cursor.fetchall():
+            teams[team_id][user_id] = role
+    return teams
 
 
-@functools.cache
-def _team_roles_sql(vendor: str) -> str:
-    """Written out once per process and engine, from the model's names (approvals.written)."""
+@functools.lru_cache(maxsize=64)
+def _teams_roles_sql(vendor: str, teams: int) -> str:
+    """Written out once per process, engine and number of teams, from the model's names (approvals.written)."""
     meta, quote = Membership._meta, connection.ops.quote_name
     columns = {f.name: quote(str(f.column)) for f in meta.concrete_fields}
     user, role, team = columns["user"], columns["role"], columns["team"]
-    return f"SELECT {user}, {role} FROM {quote(meta.db_table)} WHERE {team} = %s"  # noqa: S608
+    placeholders = ", ".join(["%s"] * teams)
+    return f"SELECT {team}, {user}, {role} FROM {quote(meta.db_table)} WHERE {team} IN ({placeholders})"  # noqa: S608

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -172,6 +174,52 @@ class CardsReadOnArrivalTests:
         for_dashboards, for_the_agent, html = asyncio.run(scenario())
         assert for_dashboards and not for_the_agent
         assert "on-arrival" in html
+
+    @override_settings(REDIS_URL="")
+    def test_the_cards_of_a_tick_are_read_together_at_hand_over(self, ci_bot: Any, alice: Any) -> None:
+        services.rule_create(rule="Bash(git log:*)", behavior="allow", source="projectSettings", team=ci_bot.agent.team)
+        decided = [services.request_submit(agent=ci_bot.agent, call=decided_call(n)).request for n in range(4)]
+        events = [
+            {"type": "request.decided", "request_id": str(r.pk), "decision_id": r.decision_id, "at_submit": True}
+            for r in decided
+        ]
+
+        async def scenario() -> tuple[list[bool], list[bool], list[fanout.PushedCard | None]]:
+            groups = fanout.LocalGroups()
+            dashboard = Inbox()
+            await groups.join("team.6", dashboard.queue, cards=True)
+            for event in events:
+                await teambus.publish("team.6", event)
+            gathering = [fanout.CARDS.reading(event) for event in events]
+            await dashboard.read_next()  # the tick's hand-over
+            handed_over = [fanout.CARDS.reading(event) for event in events]
+            cards = [await asyncio.wait_for(fanout.CARDS.card(event), WAIT) for event in events]
+            await groups.leave("team.6", dashboard.queue)
+            return gathering, handed_over, cards
+
+        gathering, handed_over, cards = asyncio.run(scenario())
+        # Nothing is read while the tick gathers; all of it once it hands them over.
+        assert gathering == [False] * 4 and handed_over == [True] * 4
+        assert [card.id if card else None for card in cards] == [str(r.pk) for r in decided]
+        assert all(card is not None and f"git log -{n + 1}" in card.html_approver for n, card in enumerate(cards))
+        assert all(card is not None and card.html_for(alice) == card.html_approver for card in cards)
+
+    def test_reading_a_tick_of_cards_takes_two_statements(self, ci_bot: Any, alice: Any, mallory: Any) -> None:
+        services.rule_create(rule="Bash(git log:*)", behavior="allow", source="projectSettings", team=ci_bot.agent.team)
+        decided = [services.request_submit(agent=ci_bot.agent, call=decided_call(n)).request for n in range(5)]
+        unknown = uuid.uuid4()
+        with CaptureQueriesContext(connection) as queries:
+            cards = fanout.load_cards([*(r.pk for r in decided), unknown])
+        # The requests with their decisions, then their team's members (a pending card
+        # also reads what changed since the last allowed call like it, per card).
+        assert len(queries) == 2, [q["sql"][:60] for q in queries]
+        assert cards[unknown] is None
+        for n, request in enumerate(decided):
+            card = cards[request.pk]
+            assert card is not None and f"git log -{n + 1}" in card.html_approver
+            assert card.html_for(alice) == card.html_approver and card.html_for(mallory) is None
+            alone = fanout.load_cards([request.pk])[request.pk]
+            assert alone is not None and (alone.html_approver, alone.roles) == (card.html_approver, card.roles)
 
 
 class FramePartsTests:

@@ -229,7 +229,7 @@ class EncodedOnceTests:
         self, alice: Any, bob: Any, carol: Any, mallory: Any, ci_bot: Any
     ) -> None:
         pending = services.request_submit(agent=ci_bot.agent, call={**ask_call(), "tool_use_id": "toolu_enc"}).request
-        card = fanout.load_card(pending.pk)
+        card = fanout.load_cards([pending.pk])[pending.pk]
         assert card is not None
 
         for_alice = card_frame(card, alice, "request.created")
@@ -247,7 +247,7 @@ class EncodedOnceTests:
 
     def test_a_frame_carries_its_own_event_fields(self, alice: Any, ci_bot: Any) -> None:
         pending = services.request_submit(agent=ci_bot.agent, call={**ask_call(), "tool_use_id": "toolu_ev"}).request
-        card = fanout.load_card(pending.pk)
+        card = fanout.load_cards([pending.pk])[pending.pk]
         assert card is not None
         allowed = card_frame(card, alice, "request.decided", behavior="allow", decided_by="alice", surface="web")
         denied = card_frame(card, alice, "request.decided", behavior="deny", decided_by="bob", surface="slack")
