@@ -11,6 +11,8 @@ database engine from the models' own `_meta`, so they follow a migration unedite
   (`SQLCompiler.get_converters`, as `RawQuerySet` does), and each row becomes model
   instances through `Model.from_db`: a UUID, a JSON field or a SQLite date comes back
   as the ORM returns it.
+- `ModelColumns`: a model's columns in a statement written by hand (the context every
+  submit reads, the team's webhooks for a call), read back as `RawQuerySet` reads them.
 - `WrittenInsert`: a call's request and its audit row (whose `prev_hash` and `hash` the
   statement computes, approvals.audit). Each value is what the ORM would send
   (`Field.pre_save`, then `get_db_prep_save`), and the instance ends as
@@ -25,7 +27,7 @@ on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -135,6 +137,44 @@ class JoinedRead(Generic[M]):
                 assert part.relation is not None
                 part.relation.set_cached_value(instance, part.instance(row))  # type: ignore[arg-type]
             yield instance  # type: ignore[misc]
+
+
+class ModelColumns(Generic[M]):
+    """A model's columns in a statement written by hand, and its rows read back as instances.
+
+    `columns` is the select list of the model's concrete fields (`alias."column", …`, in
+    the fields' order): the statement selects it first and may select more after it.
+    `rows` turns the statement's rows into (instance, the rest of the row) through the
+    ORM's converters and `Model.from_db`, as `RawQuerySet` does, without resolving the
+    columns again on every call; the instance is None where a LEFT JOIN found no row.
+    """
+
+    def __init__(self, model: type[M], alias: str) -> None:
+        self.model, self.alias = model, alias
+        self._engines: dict[str, tuple[str, _Part, Any, dict[int, Any]]] = {}
+
+    def _engine(self) -> tuple[str, _Part, Any, dict[int, Any]]:
+        found = self._engines.get(connection.vendor)
+        if found is None:
+            meta, quote = self.model._meta, connection.ops.quote_name
+            fields = meta.concrete_fields
+            columns = ", ".join(f"{self.alias}.{quote(str(f.column))}" for f in fields)
+            part = _Part(self.model, 0, [f.attname for f in fields], fields.index(meta.pk), None)
+            compiler = connection.ops.compiler("SQLCompiler")(Query(self.model), connection, connection.alias)
+            converters = compiler.get_converters([f.get_col(meta.db_table) for f in fields])
+            found = self._engines[connection.vendor] = (columns, part, compiler, converters)
+        return found
+
+    @property
+    def columns(self) -> str:
+        return self._engine()[0]
+
+    def rows(self, rows: Iterable[Sequence[Any]]) -> list[tuple[M | None, tuple[Any, ...]]]:
+        _, part, compiler, converters = self._engine()
+        if converters:
+            rows = compiler.apply_converters(rows, converters)
+        width = len(part.names)
+        return [(part.instance(row), tuple(row[width:])) for row in rows]  # type: ignore[misc]
 
 
 class WrittenInsert:

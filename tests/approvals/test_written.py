@@ -177,3 +177,44 @@ class WrittenInsertTests:
         request = pending(ci_bot.agent)
         with pytest.raises(ValueError, match="already saved"):
             WrittenInsert(PermissionRequest).insert(request)
+
+
+class ModelColumnsTests:
+    """Hand-written statements that read a model's columns read them as the ORM does."""
+
+    def test_the_submit_context_reads_the_team_settings_as_the_orm_reads_them(self, ci_bot: Any) -> None:
+        from approvals.models import TeamSettings
+
+        agent = ci_bot.agent
+        context = approvals_selectors.submit_context(agent=agent, tool_use_id="t1", session_id="s1", pending_limit=5)
+        # No settings saved: the defaults, unsaved, for the agent's team.
+        assert context.team_settings.pk == agent.team_id and context.team_settings._state.adding
+        assert not TeamSettings.objects.filter(team_id=agent.team_id).exists()
+        services.team_settings_update(
+            team=agent.team, ask_timeout=90, remind_after=30, unknown_tools="deny", exclude_owner=True
+        )
+        pending(agent, tool_use_id="toolu_ctx_1")
+        context = approvals_selectors.submit_context(
+            agent=agent, tool_use_id="toolu_ctx_1", session_id="s1", pending_limit=5
+        )
+        assert fields_of(context.team_settings) == fields_of(TeamSettings.objects.get(team_id=agent.team_id))
+        assert (context.replayed, context.pending, context.paused) == (True, 1, False)
+
+    def test_a_teams_webhooks_for_a_call_read_as_the_orm_reads_them(self, ci_bot: Any, other_bot: Any) -> None:
+        from relay.models import Webhook
+        from relay.webhooks import _enabled_for_call
+
+        team = ci_bot.agent.team
+        made = [
+            Webhook.objects.create(team=team, name=f"h{n}", url="http://127.0.0.1:9/h", event=event, secret="s")
+            for n, event in enumerate(["PreToolUse", "PermissionRequest", "PreToolUse", "PostToolUse"])
+        ]
+        Webhook.objects.filter(pk=made[2].pk).update(enabled=False)
+        Webhook.objects.create(
+            team=other_bot.agent.team, name="theirs", url="http://127.0.0.1:9/t", event="PreToolUse", secret="s"
+        )
+        both = _enabled_for_call(team.pk, [Webhook.Event.PRE_TOOL_USE, Webhook.Event.PERMISSION_REQUEST])
+        orm = Webhook.objects.filter(pk__in=[made[0].pk, made[1].pk]).order_by("id")
+        assert [fields_of(hook) for hook in both] == [fields_of(hook) for hook in orm]
+        assert [hook.pk for hook in _enabled_for_call(team.pk, [Webhook.Event.PRE_TOOL_USE])] == [made[0].pk]
+        assert _enabled_for_call(team.pk + 1000, [Webhook.Event.PRE_TOOL_USE]) == []
