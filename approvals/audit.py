@@ -242,12 +242,19 @@ def append_decision(
     user: User | None = None,
     latency_ms: float | None = None,
     kind: str = AuditKind.DECISION,
+    new_request: bool = False,
 ) -> Decision:
     """Write the audit row at the head of the hash chain. Call inside `transaction.atomic()`.
 
     - `kind`: a `decision` row is the request's outcome and becomes `request.decision`;
       a vote or a ladder step is a row on the way to it.
+    - `new_request`: the request is not stored yet (a call decided at submit). It is
+      inserted with its audit row, naming it, rather than inserted first and updated to
+      name it: one statement and one round trip fewer. The foreign keys between the two
+      are checked at commit.
     """
+    # First, as `save` would: the request's `created_at`, which the row's hash covers.
+    request_insert = _NEW_REQUEST_INSERT.statement(request) if new_request else None
     now = timezone.now()
     if latency_ms is None:
         latency_ms = (now - request.created_at).total_seconds() * 1000
@@ -291,12 +298,15 @@ def append_decision(
         _DECISION_INSERT.insert(
             decision,
             before=_chain_lock(),
-            then=_chain_links(text, request, kind),
+            then=_chain_links(text, request, kind, request_insert),
             computed=[GENESIS_HASH, GENESIS_HASH, payload],
         )
     except IntegrityError as exc:
-        log.error("audit insert refused for request %s: %s", request.pk, exc)
+        if not new_request:  # a new request's may be a replay of its call: the caller judges
+            log.error("audit insert refused for request %s: %s", request.pk, exc)
         raise
+    if request_insert is not None:
+        _NEW_REQUEST_INSERT.inserted(request)
     if kind == AuditKind.DECISION:
         request.decision = decision
     return decision
@@ -307,13 +317,20 @@ def append_decision(
 _DECISION_INSERT = WrittenInsert(
     Decision, computed={"prev_hash": CHAIN_HEAD, "hash": f"gatehouse_chain_hash({CHAIN_HEAD}, %s)"}
 )
+# The chain's newest row: under the chain's lock, the row just appended.
+NEWEST_ROW = "SELECT id FROM approvals_decision ORDER BY id DESC LIMIT 1"
+# A request decided at submit, stored with its audit row and naming it (`new_request`).
+_NEW_REQUEST_INSERT = WrittenInsert(PermissionRequest, computed={"decision": NEWEST_ROW})
 _LINKS: dict[str, tuple[str, str]] = {}
 
 
-def _chain_links(text: str, request: PermissionRequest, kind: str) -> list[Statement]:
-    """The row's search text (approvals.audit_search) and, for a decision, the request naming it.
+def _chain_links(
+    text: str, request: PermissionRequest, kind: str, request_insert: Statement | None = None
+) -> list[Statement]:
+    """The row's search text (approvals.audit_search) and, for a decision, the request naming
+    it: `request_insert` for a new request, else an update of the stored one.
 
-    Both go with the row's insert, before its id is known, and find it as the chain's
+    They go with the row's insert, before its id is known, and find it as the chain's
     newest row: under the chain's lock nobody else appends.
     """
     found = _LINKS.get(connection.vendor)
@@ -329,7 +346,9 @@ def _chain_links(text: str, request: PermissionRequest, kind: str) -> list[State
         )
     index, names = found
     statements: list[Statement] = [(index, [text])]
-    if kind == AuditKind.DECISION:
+    if request_insert is not None:
+        statements.append(request_insert)
+    elif kind == AuditKind.DECISION:
         request_pk = PermissionRequest._meta.pk
         assert request_pk is not None
         statements.append((names, [request_pk.get_db_prep_value(request.pk, connection)]))

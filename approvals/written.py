@@ -229,10 +229,8 @@ class WrittenInsert:
 
         - `computed`: the parameters of the computed fields' expressions, in their order.
         """
-        if not instance._state.adding:
-            raise ValueError(f"{instance!r} is already saved; an insert writes new rows only")
         sql, fields, returned = self._statement()
-        params = [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields]
+        params = self._values(instance, fields)
         auto = self.model._meta.auto_field
         if auto is not None and not returned:  # an engine that cannot return the new id
             run_together(before)
@@ -245,8 +243,29 @@ class WrittenInsert:
             row = run_together([*before, (sql, [*params, *computed]), *then])[len(before)]
             for field, value in zip(returned, row[0] if returned else (), strict=True):
                 setattr(instance, field.attname, value)
+        self.inserted(instance)
+
+    def statement(self, instance: Model, *, computed: Sequence[Any] = ()) -> Statement:
+        """The insert of `instance` as a statement to send with others (`insert`'s `before`
+        and `then`), for a row whose id is known beforehand. What the statement computes
+        is not read back; once the statement has run, `inserted` marks the instance saved.
+        """
+        if self.model._meta.auto_field is not None:
+            raise TypeError(f"{self.model._meta.label}'s id comes from the insert: use insert()")
+        sql, fields, _ = self._statement()
+        return sql, [*self._values(instance, fields), *computed]
+
+    def inserted(self, instance: Model) -> None:
+        """Mark `instance` as `save(force_insert=True)` leaves it: stored, no longer adding."""
         instance._state.adding = False
         instance._state.db = connection.alias
+
+    @staticmethod
+    def _values(instance: Model, fields: list[Field[Any, Any]]) -> list[Any]:
+        """What the ORM would send for each field (`Field.pre_save`, then `get_db_prep_save`)."""
+        if not instance._state.adding:
+            raise ValueError(f"{instance!r} is already saved; an insert writes new rows only")
+        return [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields]
 
 
 Statement = tuple[str, Sequence[Any]]

@@ -179,10 +179,11 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
         _plan_ask(request, verdict, timeouts, team_settings, requirement)
     try:
         return _store_submission(agent, request, verdict, engine_ms, saved_denials)
-    except IntegrityError:
+    except IntegrityError as exc:
         # A concurrent replay of the same tool_use_id won the insert.
         existing = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id)
         if existing is None:
+            log.error("audit write refused for %s: %s", tool_use_id, exc)
             raise AuditUnavailable(AUDIT_UNAVAILABLE) from None
         return SubmitResult(_same_call(existing, call), selectors.decision_for(existing), created=False)
     except DatabaseError as exc:
@@ -326,7 +327,8 @@ def _evaluation(
     }
 
 
-# The one insert of a request, on every call's path (see approvals.written).
+# The insert of an ask (see approvals.written); a call decided at submit is inserted with
+# its audit row, naming it (approvals.audit, `new_request`).
 _REQUEST_INSERT = WrittenInsert(PermissionRequest)
 
 
@@ -348,7 +350,6 @@ def _store_submission(
         request.state = RequestState.DECIDED
         request.decided_at = now
         request.version = 1
-        _REQUEST_INSERT.insert(request)
         decision = append_decision(
             request,
             behavior=verdict.behavior,
@@ -358,6 +359,7 @@ def _store_submission(
             decided_by=_engine_decider(verdict.reason),
             surface="engine",
             latency_ms=engine_ms,
+            new_request=True,
         )
         events.announce_finished(request, decision, at_submit=True)
     return SubmitResult(request, decision, created=True)

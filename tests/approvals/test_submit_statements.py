@@ -51,11 +51,11 @@ class SubmitStatementTests:
         assert not [q for q in queries if 'from "approvals_rule"' in q.lower()]
         assert not [q for q in queries if "savepoint" in q.lower()]
         # One read for the replay check, denial state, stop switch, rules version and the
-        # team's approval settings (selectors.submit_context); the webhooks; the request;
-        # then the audit row (its hash computed from the chain's head), its search text
-        # (approvals.audit_search) and the request naming its outcome row, which PostgreSQL
-        # gets as one message with the chain's advisory lock.
-        expected = 4 if connection.vendor == "postgresql" else 6
+        # team's approval settings (selectors.submit_context); the webhooks; then the audit
+        # row (its hash computed from the chain's head), its search text
+        # (approvals.audit_search) and the request, inserted naming its outcome row, which
+        # PostgreSQL gets as one message with the chain's advisory lock.
+        expected = 3 if connection.vendor == "postgresql" else 5
         assert len([q for q in queries if q not in ("BEGIN", "BEGIN IMMEDIATE", "COMMIT")]) == expected, queries
         (context,) = [q for q in queries if "approvals_teamsettings" in q]
         for table in ("approvals_permissionrequest", "approvals_sessiondenials", "approvals_pause", "rulesversion"):
@@ -79,11 +79,16 @@ class SubmitStatementTests:
             locked = next(i for i, q in enumerate(queries) if "pg_advisory_xact_lock" in q)
             under_lock = queries[locked:]
             assert len(under_lock) == 2 and under_lock[-1] == "COMMIT", under_lock
-            for part in ("approvals_decision", "gatehouse_chain_hash", "approvals_auditsearch", "UPDATE"):
+            for part in ("approvals_decision", "gatehouse_chain_hash", "approvals_auditsearch"):
                 assert part in under_lock[0]
+            # The request is inserted there, naming the row: never inserted, then updated.
+            assert 'INSERT INTO "approvals_permissionrequest"' in under_lock[0]
+            assert not [q for q in queries if "UPDATE" in q], queries
         else:  # SQLite holds its one write lock from BEGIN, and has no round trips to save
             row = next(i for i, q in enumerate(queries) if "gatehouse_chain_hash" in q)
             assert len(queries[row:]) == 4 and queries[-1] == "COMMIT", queries[row:]
+            assert 'INSERT INTO "approvals_permissionrequest"' in queries[row + 2]
+            assert not [q for q in queries if "UPDATE" in q], queries
         stored = PermissionRequest.objects.get(pk=result.request.pk)
         assert stored.decision_id == result.decision.pk
         assert "git status" in AuditSearch.objects.get(decision_id=result.decision.pk).text
