@@ -30,13 +30,13 @@ from bench.stats import Figure, Row, ratio, summary_ms
 TITLE2 = "Auto-decided request over HTTP (Daphne)"
 TITLE3 = "Server choice: Uvicorn vs Daphne"
 BOTTLENECK = (
-    "the request cycle and its round trips, then the card: without a dashboard open an "
+    "the request cycle and its round trips, then the cards: without a dashboard open an "
     "auto-decided submit costs about 2.7-3x the no-op's CPU (DRF's request cycle, the thread "
-    "crossing, 4 round trips plus the commit after the token); the first open dashboard adds "
-    "1.5-2 ms per call (the card read and rendered once per process on a worker thread); since "
-    "2026-12-05 the cards of calls decided at submit reach each dashboard gathered, one frame "
-    "per socket per 0.1 s tick, so the other 19 add ~0.7-1 ms together instead of ~3 ms. The "
-    "engine is ~0.1 ms (docs/PERFORMANCE.md, Issue 22)"
+    "crossing, 3 round trips plus the commit after the token); with dashboards open each process "
+    "reads and renders the cards of one 0.1 s tick's calls decided at submit together, on one "
+    "worker thread in two statements, and hands them to each dashboard as one frame (20 "
+    "dashboards added 2.2-3.2 ms per call before those reads were joined). The engine is ~0.1 ms "
+    "(docs/PERFORMANCE.md, Issue 22)"
 )
 BOTTLENECK3 = (
     "neither server is the bottleneck: both spend their time in the same Django/database work, "
