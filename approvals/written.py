@@ -12,7 +12,7 @@ database engine from the models' own `_meta`, so they follow a migration unedite
   instances through `Model.from_db`: a UUID, a JSON field or a SQLite date comes back
   as the ORM returns it.
 - `ModelColumns`: a model's columns in a statement written by hand (the context every
-  submit reads, the team's webhooks for a call), read back as `RawQuerySet` reads them.
+  submit reads, a team's enabled webhooks), read back as `RawQuerySet` reads them.
 - `WrittenInsert`: a call's request and its audit row (whose `prev_hash` and `hash` the
   statement computes, approvals.audit). Each value is what the ORM would send
   (`Field.pre_save`, then `get_db_prep_save`), and the instance ends as

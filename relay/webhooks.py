@@ -137,8 +137,29 @@ def _hook_input(event: str, call: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
-def _enabled(team_id: int, event: str) -> list[Webhook]:
-    return list(Webhook.objects.filter(team_id=team_id, event=event, enabled=True).order_by("id"))
+_WEBHOOK = ModelColumns(Webhook, "w")
+
+
+@functools.cache
+def _enabled_sql(vendor: str) -> str:
+    """The team's enabled webhooks of one or two events (the same event twice for one), by id."""
+    return (
+        f'SELECT {_WEBHOOK.columns} FROM "relay_webhook" w'  # noqa: S608 (the model's own column names)
+        " WHERE w.team_id = %s AND w.enabled = %s AND w.event IN (%s, %s) ORDER BY w.id"
+    )
+
+
+def _enabled(team_id: int, *events: str) -> list[Webhook]:
+    """The team's enabled webhooks of these events (one or two), by id.
+
+    Written out rather than built by the ORM (`approvals.written`): every call of every
+    agent reads this, nearly always to find nothing; compiling the queryset cost ~0.3 ms
+    of CPU per call, and `raw` resolved its columns again on every call.
+    """
+    first, second = events[0], events[-1]
+    with connection.cursor() as cursor:
+        cursor.execute(_enabled_sql(connection.vendor), [team_id, True, str(first), str(second)])
+        return [hook for hook, _ in _WEBHOOK.rows(cursor.fetchall()) if hook is not None]
 
 
 def _call_all(hooks: list[Webhook], payload: dict[str, Any]) -> list[tuple[Webhook, dict[str, Any] | WebhookError]]:
@@ -233,38 +254,13 @@ def _unknown_hooks() -> dict[str, Any]:
     }
 
 
-_WEBHOOK = ModelColumns(Webhook, "w")
-
-
-@functools.cache
-def _enabled_for_call_sql(vendor: str) -> str:
-    """The team's enabled webhooks of one or two events (the same event twice for one), by id."""
-    return (
-        f'SELECT {_WEBHOOK.columns} FROM "relay_webhook" w'  # noqa: S608 (the model's own column names)
-        " WHERE w.team_id = %s AND w.enabled = %s AND w.event IN (%s, %s) ORDER BY w.id"
-    )
-
-
-def _enabled_for_call(team_id: int, events: list[Webhook.Event]) -> list[Webhook]:
-    """The team's enabled webhooks of these events (one or two), by id.
-
-    Written out rather than built by the ORM (`approvals.written`): every call of every
-    agent reads this, nearly always to find nothing; compiling the queryset cost ~0.3 ms
-    of CPU per call, and `raw` resolved its columns again on every call.
-    """
-    first, second = events[0], events[-1]
-    with connection.cursor() as cursor:
-        cursor.execute(_enabled_for_call_sql(connection.vendor), [team_id, True, str(first), str(second)])
-        return [hook for hook, _ in _WEBHOOK.rows(cursor.fetchall()) if hook is not None]
-
-
 def pre_decision(call: dict[str, Any], *, team_id: int) -> PreDecisionWork | None:
     """The `PreDecisionProvider`: which hooks apply is read here, on the request's thread;
     the returned work only calls them (in parallel with the classifier)."""
     headless = call.get("context") == "headless"
     events = [Webhook.Event.PRE_TOOL_USE] + ([Webhook.Event.PERMISSION_REQUEST] if headless else [])
     try:
-        hooks = _enabled_for_call(team_id, events)
+        hooks = _enabled(team_id, *events)
     except Exception:
         log.exception("PreToolUse webhooks could not be run")
         return _unknown_hooks

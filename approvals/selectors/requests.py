@@ -23,7 +23,7 @@ from approvals.models import (
     RequestState,
     TeamSettings,
 )
-from approvals.written import ModelColumns
+from approvals.written import JoinedRead, ModelColumns
 from policy import grants
 
 
@@ -104,7 +104,12 @@ def request_get(request_id: Any) -> PermissionRequest | None:
         pk = request_id if isinstance(request_id, uuid.UUID) else uuid.UUID(str(request_id))
     except ValueError:
         return None
-    return PermissionRequest.objects.select_related("agent", "team").filter(pk=pk).first()
+    return _REQUEST.first(pk)
+
+
+# `select_related("agent", "team")` by id, written out once per process (approvals.written):
+# every decision, from every surface, starts with this read.
+_REQUEST = JoinedRead(PermissionRequest, relations=("agent", "team"), match=("id",))
 
 
 def request_matching(*, agent: Agent, session_id: str, tool_name: str, input_hash: str) -> PermissionRequest | None:

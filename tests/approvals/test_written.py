@@ -117,6 +117,25 @@ class CardReadTests:
         assert selectors.teams_roles(set()) == {}
 
 
+class RequestGetTests:
+    def test_a_request_reads_with_its_agent_and_team_as_the_orm_reads_it(self, ci_bot: Any, alice: Any) -> None:
+        asked = pending(ci_bot.agent, tool_use_id="toolu_get_1")
+        decided = pending(ci_bot.agent, tool_use_id="toolu_get_2", command="rm -rf other")
+        services.request_decide(decided.pk, services.Answer(behavior="deny", surface="web", user=alice))
+        for request_id in (asked.pk, str(decided.pk)):
+            written = approvals_selectors.request_get(request_id)
+            orm = PermissionRequest.objects.select_related("agent", "team").get(pk=request_id)
+            assert written is not None
+            assert fields_of(written) == fields_of(orm)
+            assert fields_of(written.agent) == fields_of(orm.agent)
+            assert fields_of(written.team) == fields_of(orm.team)
+
+    @pytest.mark.parametrize("request_id", [uuid.UUID(int=7), "5b0c1e0e-3f4a-4d8e-9c1a-7e2b9d4f6a10", "nope", None, 7])
+    def test_an_unknown_or_malformed_id_reads_nothing(self, ci_bot: Any, request_id: Any) -> None:
+        pending(ci_bot.agent)
+        assert approvals_selectors.request_get(request_id) is None
+
+
 class AgentByTokenTests:
     def test_a_live_agent_reads_with_its_team_as_the_orm_reads_it(self, ci_bot: Any) -> None:
         digest = services.token_hash(ci_bot.token)
@@ -202,7 +221,7 @@ class ModelColumnsTests:
 
     def test_a_teams_webhooks_for_a_call_read_as_the_orm_reads_them(self, ci_bot: Any, other_bot: Any) -> None:
         from relay.models import Webhook
-        from relay.webhooks import _enabled_for_call
+        from relay.webhooks import _enabled
 
         team = ci_bot.agent.team
         made = [
@@ -213,8 +232,8 @@ class ModelColumnsTests:
         Webhook.objects.create(
             team=other_bot.agent.team, name="theirs", url="http://127.0.0.1:9/t", event="PreToolUse", secret="s"
         )
-        both = _enabled_for_call(team.pk, [Webhook.Event.PRE_TOOL_USE, Webhook.Event.PERMISSION_REQUEST])
+        both = _enabled(team.pk, Webhook.Event.PRE_TOOL_USE, Webhook.Event.PERMISSION_REQUEST)
         orm = Webhook.objects.filter(pk__in=[made[0].pk, made[1].pk]).order_by("id")
         assert [fields_of(hook) for hook in both] == [fields_of(hook) for hook in orm]
-        assert [hook.pk for hook in _enabled_for_call(team.pk, [Webhook.Event.PRE_TOOL_USE])] == [made[0].pk]
-        assert _enabled_for_call(team.pk + 1000, [Webhook.Event.PRE_TOOL_USE]) == []
+        assert [hook.pk for hook in _enabled(team.pk, Webhook.Event.PRE_TOOL_USE)] == [made[0].pk]
+        assert _enabled(team.pk + 1000, Webhook.Event.PRE_TOOL_USE) == []
