@@ -6,7 +6,7 @@
 Every agent holds a WebSocket and sends calls on an open-loop schedule (`--rate` per
 second each, whether or not earlier answers came back, so a slow server shows up as
 latency instead of hiding behind a slower client). Most calls are auto-allowed by a
-rule; every `--ask-every`-th one is an ask that an approver answers over HTTP, so the
+rule; every `--ask-every`-th one is an ask that one of `--approvers` (2) answers over HTTP, so the
 race, the audit chain and the pushes to every dashboard stay in the loop. Each window
 records calls, errors, p50/p99 (send → decision frame) and the server's RSS; the run
 passes when there are no errors, the last minute's p99 stays within 2x of the first
@@ -222,7 +222,7 @@ async def run(servers: list[Server], fixtures: dict[str, Any], args: argparse.Na
         timeout=ANSWER_TIMEOUT,
         headers={"Authorization": f"Bearer {fixtures['approver_token']}"},
     ) as http:
-        helpers = [asyncio.ensure_future(approver_loop(http, asks, soak, stop)) for _ in range(2)]
+        helpers = [asyncio.ensure_future(approver_loop(http, asks, soak, stop)) for _ in range(args.approvers)]
         helpers += [asyncio.ensure_future(dashboard_reader(b, soak, stop)) for b in boards]
         helpers.append(asyncio.ensure_future(sample_memory(servers, soak, stop)))
         await asyncio.gather(*(agent_loop(a, args.rate, args.ask_every, until) for a in agents))
@@ -321,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--servers", type=int, default=1, help="server processes behind the one Redis and database")
     parser.add_argument("--server-kind", choices=("daphne", "uvicorn"), default="daphne")
     parser.add_argument("--ask-every", type=int, default=10, help="every Nth call is an ask (0: none)")
+    parser.add_argument(
+        "--approvers", type=int, default=2, help="approvers deciding the asks, each one decision at a time"
+    )
     parser.add_argument("--out", default=None, help="write the result JSON here")
     args = parser.parse_args(argv)
     args.seconds = args.seconds if args.seconds is not None else args.minutes * 60
@@ -336,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         log_tail = "\n".join(server.log_tail(40) for server in servers)
     finally:
         env.stop()
-    keys = ("agents", "rate", "dashboards", "seconds", "ask_every", "servers", "server_kind")
+    keys = ("agents", "rate", "dashboards", "seconds", "ask_every", "approvers", "servers", "server_kind")
     config = {k: getattr(args, k) for k in keys}
     result: dict[str, Any] = {
         "config": config,
