@@ -6,7 +6,8 @@ Compiling a queryset costs more CPU than the database spends answering it: a
 reads and inserts every call makes are therefore statements built once per process and
 database engine from the models' own `_meta`, so they follow a migration unedited:
 
-- `JoinedRead`: the bearer token's agent, and the card each open dashboard is pushed.
+- `JoinedRead`: the bearer token's agent, the request every decision starts with, and
+  the cards pushed to the open dashboards.
   Each value passes through the converters the ORM applies to the column
   (`SQLCompiler.get_converters`, as `RawQuerySet` does), and each row becomes model
   instances through `Model.from_db`: a UUID, a JSON field or a SQLite date comes back

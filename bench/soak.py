@@ -6,11 +6,12 @@
 Every agent holds a WebSocket and sends calls on an open-loop schedule (`--rate` per
 second each, whether or not earlier answers came back, so a slow server shows up as
 latency instead of hiding behind a slower client). Most calls are auto-allowed by a
-rule; every `--ask-every`-th one is an ask that one of `--approvers` (2) answers over HTTP, so the
-race, the audit chain and the pushes to every dashboard stay in the loop. Each window
-records calls, errors, p50/p99 (send → decision frame) and the server's RSS; the run
-passes when there are no errors, the last minute's p99 stays within 2x of the first
-full minute's, and memory grows by less than 20% (or 32 MiB) over the run.
+rule; every `--ask-every`-th one is an ask that an approver (`--approvers`, 2) answers
+over HTTP, so the race, the audit chain and the pushes to every dashboard stay in the
+loop. Each window records calls, errors, p50/p99 (send → decision frame) and the
+server's RSS; the run passes when there are no errors, the last minute's p99 stays
+within 2x of the first full minute's, and memory grows by less than 20% (or 32 MiB)
+over the run.
 
 It uses its own database (`gatehouse_soak_<pid>`, or a scratch SQLite file) so it never
 touches a colleague's benchmark data, and stops everything it started.

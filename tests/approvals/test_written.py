@@ -226,7 +226,7 @@ class ModelColumnsTests:
         team = ci_bot.agent.team
         made = [
             Webhook.objects.create(team=team, name=f"h{n}", url="http://127.0.0.1:9/h", event=event, secret="s")
-            for n, event in enumerate(["PreToolUse", "PermissionRequest", "PreToolUse", "PostToolUse"])
+            for n, event in enumerate(["PreToolUse", "PermissionRequest", "PreToolUse"])
         ]
         Webhook.objects.filter(pk=made[2].pk).update(enabled=False)
         Webhook.objects.create(
