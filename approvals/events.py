@@ -202,10 +202,17 @@ def announce_created(request: PermissionRequest) -> None:
     """Call inside the transaction that stored the pending request."""
 
     def fire() -> None:
-        send(
-            [team_group(request.team_id), ALL_TEAMS_GROUP],
-            {"type": "request.created", "request_id": str(request.pk)},
-        )
+        # This process's dashboards take the card read here, before the other announcers
+        # start their threads: one thread crossing fewer on the way to them.
+        read_card = registry.cards.read_here(request.pk, request.team_id) if registry.cards is not None else None
+        try:
+            send(
+                [team_group(request.team_id), ALL_TEAMS_GROUP],
+                {"type": "request.created", "request_id": str(request.pk)},
+            )
+        finally:
+            if read_card is not None:
+                read_card()
         for announcer in registry.announcers:
             _safely(announcer.name, announcer.request_created, request)
 

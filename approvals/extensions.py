@@ -9,6 +9,7 @@ store means the database fence alone decides, no announcers means nobody is told
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -46,6 +47,21 @@ class Announcer(Protocol):
     def request_finished(self, request: PermissionRequest, decision: Decision) -> None: ...
 
 
+class CardReader(Protocol):
+    """The cards of this process's dashboards, read where a request was committed.
+
+    An ask's card is read by every process with a dashboard of its team open. The process
+    that committed the ask reads it in the committing thread, right after its doorbell,
+    instead of on a worker thread once the doorbell has reached its sockets.
+    """
+
+    def read_here(self, request_id: uuid.UUID, team_id: int) -> Callable[[], None] | None:
+        """Call in the committing thread before ringing `request.created`: when a socket of
+        this process shows the team's cards, the read for them to take (run it after the
+        doorbell; it never raises); None when no such socket is open here."""
+        ...
+
+
 # The slow part of a provider (network calls), returning the keys it contributes to the
 # engine's input, e.g. `{"pre_tool_use_hooks": [...]}` or `{"classifier_verdict": {...}}`.
 PreDecisionWork = Callable[[], dict[str, Any]]
@@ -68,6 +84,7 @@ class Registry:
     claim_store: ClaimStore | None = None
     announcers: list[Announcer] = field(default_factory=list)
     pre_decision: list[PreDecisionProvider] = field(default_factory=list)
+    cards: CardReader | None = None
 
     def add_announcer(self, announcer: Announcer) -> None:
         if all(existing.name != announcer.name for existing in self.announcers):

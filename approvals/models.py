@@ -351,6 +351,14 @@ class Decision(models.Model):
                 condition=models.Q(reason_type__in=["user", "timeout"]),
                 name="decision_team_asked",
             ),
+            # Every pending card reads the newest people's allows of its agent and tool
+            # (selectors.last_allowed_like): without this the read walked every call the
+            # rules allowed too, and grew with the agent's history.
+            models.Index(
+                fields=["agent", "tool_name", "-created_at"],
+                condition=models.Q(behavior="allow", reason_type="user"),
+                name="decision_people_allows",
+            ),
         ]
         ordering = ["-id"]
 

@@ -14,7 +14,10 @@ worker-thread call and renders the card once per role the team has (with the dec
 form for approvers, without it for viewers); the sockets of the process await that same
 work and take the variant their user's role allows, as a frame JSON-encoded once per
 variant. The cards of calls decided at submit, handed over once per tick, are read in
-one such call per tick, all of them in two statements.
+one such call per tick, all of them in two statements. An ask committed in this process
+is read by the thread that committed it, right after its doorbell (`read_here`): its
+sockets wait for that read instead of crossing to a worker thread once the doorbell
+reaches them.
 
 Who sees what is decided as before, per socket and from the database at event time:
 the memberships are read with the card, so a person removed from the team gets nothing
@@ -25,18 +28,19 @@ is not in the card's team (or is inactive) gets nothing at all.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
 
-from approvals import permissions, selectors, teambus
+from approvals import events, permissions, selectors, teambus
 from approvals.cards import render_card_as, render_pending_card_variants
 from approvals.models import PermissionRequest, RequestState, Role
 from relay import selectors as relay_selectors
@@ -137,8 +141,7 @@ class CardFanout:
         """Start reading the cards these events announce that are neither read nor being
         read, in one worker-thread call (`load_cards`). Call on the event loop."""
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # a future belongs to one event loop
-            self._loop, self._entries = loop, OrderedDict()
+        self._use(loop)
         now = time.monotonic()
         self._forget_old(now)
         wanted: dict[tuple[Any, ...], uuid.UUID] = {}
@@ -157,6 +160,47 @@ class CardFanout:
             future.add_done_callback(functools.partial(self._forget_failed, key))
             self._entries[key] = (now, future)
         read.add_done_callback(lambda done: _settle(done, futures, wanted))
+
+    def read_here(self, request_id: uuid.UUID, team_id: int) -> Callable[[], None] | None:
+        """The card of an ask just committed in this thread, read here for this process's
+        sockets (`approvals.extensions.CardReader`); None when none of them shows the team's cards.
+
+        - Its entry is made on the event loop before the doorbell rings there (both are
+          handed to the loop from this thread, in that order), so the sockets wait for this
+          read and start none of their own. Other processes read the card as before.
+        """
+        loop = GROUPS.cards_loop(events.team_group(team_id), events.ALL_TEAMS_GROUP)
+        if loop is None:
+            return None
+        read: concurrent.futures.Future[PushedCard | None] = concurrent.futures.Future()
+        try:
+            loop.call_soon_threadsafe(self._expect, loop, _key({"type": "request.created"}, request_id), read)
+        except RuntimeError:  # the loop closed under us (the process is stopping)
+            return None
+
+        def run() -> None:
+            try:
+                read.set_result(load_cards([request_id])[request_id])
+            except Exception as exc:  # the sockets see a failed read, as they would their own
+                read.set_exception(exc)
+
+        return run
+
+    def _expect(
+        self, loop: asyncio.AbstractEventLoop, key: tuple[Any, ...], read: concurrent.futures.Future[PushedCard | None]
+    ) -> None:
+        self._use(loop)
+        now = time.monotonic()
+        self._forget_old(now)
+        if key in self._entries:
+            return
+        future = asyncio.wrap_future(read, loop=loop)
+        future.add_done_callback(functools.partial(self._forget_failed, key))
+        self._entries[key] = (now, future)
+
+    def _use(self, loop: asyncio.AbstractEventLoop) -> None:
+        if loop is not self._loop:  # a future belongs to one event loop
+            self._loop, self._entries = loop, OrderedDict()
 
     def _forget_old(self, now: float) -> None:
         while self._entries:
@@ -291,6 +335,17 @@ class LocalGroups:
             await subscription.remove(group)
         except Exception:  # the subscription broke meanwhile; `_lost` has dropped it
             log.warning("could not leave %s", group, exc_info=True)
+
+    def cards_loop(self, *groups: str) -> asyncio.AbstractEventLoop | None:
+        """The running event loop of this process's sockets when one that shows cards has
+        joined one of these groups; None otherwise. Safe to call from any thread."""
+        loop = self._loop
+        if loop is None or loop.is_closed() or not loop.is_running():
+            return None
+        local_groups = self._groups
+        if any(local is not None and local.cards for local in map(local_groups.get, groups)):
+            return loop
+        return None
 
     def members(self, group: str) -> int:
         local = self._groups.get(group)

@@ -7,10 +7,11 @@ from approvals.extensions import registry
 
 def install() -> None:
     """Called once from `RelayConfig.ready()`."""
-    from relay import claims, classifiers, observability, race, webhooks
+    from relay import claims, classifiers, fanout, observability, race, webhooks
 
     if registry.claim_store is None:
         registry.claim_store = claims.build_claim_store()
+    registry.cards = fanout.CARDS
     registry.add_announcer(observability.ObservabilityAnnouncer())
     race.race.add(webhooks.PermissionRequestWebhooks())
     llm = classifiers.llm_classifier()

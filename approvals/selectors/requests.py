@@ -312,16 +312,36 @@ def last_allowed_like(request: PermissionRequest) -> Decision | None:
     """The newest person's allow of a call like `request` (same agent, tool and target)."""
     key = changes.likeness_key(request.tool_name, request.tool_input)
     # Every pending card reads this (each push, each snapshot): the candidates' inputs
-    # only, then the one that matches in full.
-    recent = (
-        Decision.objects.filter(
-            agent_id=request.agent_id, tool_name=request.tool_name, behavior="allow", reason_type="user"
-        )
-        .exclude(request_id=request.pk)
-        .order_by("-created_at")
-        .values_list("pk", "request__tool_input")[:LIKE_LOOKBACK]
-    )
-    for pk, tool_input in recent:
-        if changes.likeness_key(request.tool_name, tool_input) == key:
-            return Decision.objects.select_related("request").filter(pk=pk).first()
+    # only, then the one that matches in full; both statements written once per process.
+    meta = PermissionRequest._meta
+    tool_input, request_id = meta.get_field("tool_input"), meta.pk.get_db_prep_value(request.pk, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(_allows_sql(connection.vendor), [request.agent_id, request.tool_name, request_id, LIKE_LOOKBACK])
+        recent = cursor.fetchall()
+    for pk, value in recent:
+        if changes.likeness_key(request.tool_name, tool_input.from_db_value(value, None, connection)) == key:
+            return _ALLOWED.first(pk)
     return None
+
+
+# The newest people's allows of an agent's tool, but one request's (decision_people_allows).
+@functools.cache
+def _allows_sql(vendor: str) -> str:
+    d, r = Decision._meta, PermissionRequest._meta
+    q = connection.ops.quote_name
+
+    def column(meta: Any, name: str) -> str:
+        return q(meta.get_field(name).column)
+
+    # Every name comes from the models' meta, quoted; the values are parameters.
+    return (
+        f"SELECT d.{column(d, 'id')}, r.{column(r, 'tool_input')} FROM {q(d.db_table)} d"  # noqa: S608
+        f" JOIN {q(r.db_table)} r ON r.{column(r, 'id')} = d.{column(d, 'request')}"
+        f" WHERE d.{column(d, 'agent')} = %s AND d.{column(d, 'tool_name')} = %s"
+        f" AND d.{column(d, 'behavior')} = 'allow' AND d.{column(d, 'reason_type')} = 'user'"
+        f" AND d.{column(d, 'request')} <> %s ORDER BY d.{column(d, 'created_at')} DESC LIMIT %s"
+    )
+
+
+# The allow a card compares with, with its request: `select_related("request")` by id.
+_ALLOWED = JoinedRead(Decision, relations=("request",), match=("id",))

@@ -6,8 +6,12 @@ import re
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from approvals import services
+from approvals import selectors, services
+from approvals.models import Decision, PermissionRequest
+from approvals.selectors import requests as request_reads
 from tests.approvals.test_pages_card import card_html
 
 
@@ -75,3 +79,46 @@ class SinceLastAllowedTests:
         allowed(ci_bot.agent, alice, "echo <b>old</b>")
         shown = since(card_html(alice, ask(ci_bot.agent, "echo <script>x</script>")))
         assert "<script>" not in shown and "&lt;script&gt;" in shown
+
+
+@pytest.mark.django_db
+class LastAllowedReadTests:
+    """`selectors.last_allowed_like` is two statements written once per process."""
+
+    def test_it_reads_what_the_orm_reads_in_two_statements(
+        self, alice: Any, admin: Any, ci_bot: Any, other_bot: Any
+    ) -> None:
+        allowed(ci_bot.agent, alice, "pytest -q tests/old")
+        newest = allowed(ci_bot.agent, admin, "pytest -q tests/new", session="s0")
+        allowed(ci_bot.agent, alice, "npm test")  # newer, not like it: skipped over
+        allowed(other_bot.agent, alice, "pytest -q")  # another agent's
+        pending = ask(ci_bot.agent, "pytest -x")
+        with CaptureQueriesContext(connection) as queries:
+            found = selectors.last_allowed_like(pending)
+            assert found is not None
+            request = found.request  # read with it: no statement of its own
+        assert len(queries) == 2, [q["sql"][:80] for q in queries]
+        orm = Decision.objects.select_related("request").get(pk=newest.pk)
+        assert found == orm
+        assert all(getattr(found, f.attname) == getattr(orm, f.attname) for f in Decision._meta.concrete_fields)
+        fields = PermissionRequest._meta.concrete_fields
+        assert all(getattr(request, f.attname) == getattr(orm.request, f.attname) for f in fields)
+        # The request's own allow is never its own "last allow".
+        assert selectors.last_allowed_like(newest.request) != newest
+
+    @pytest.mark.postgresql
+    def test_it_walks_only_peoples_allows_on_postgresql(self, alice: Any, ci_bot: Any) -> None:
+        allowed(ci_bot.agent, alice, "pytest -q")
+        pending = ask(ci_bot.agent, "pytest -x")
+        assert connection.vendor == "postgresql", "run with DATABASE_URL=postgres://… (marker: postgresql)"
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE approvals_decision")
+            cursor.execute("SET enable_seqscan = off")
+            try:
+                sql = request_reads._allows_sql(connection.vendor)
+                params = [pending.agent_id, "Bash", pending.pk, request_reads.LIKE_LOOKBACK]
+                cursor.execute(f"EXPLAIN {sql}", params)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+            finally:
+                cursor.execute("RESET enable_seqscan")
+        assert "decision_people_allows" in plan, plan

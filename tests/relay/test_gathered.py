@@ -8,13 +8,14 @@ import uuid
 from typing import Any
 
 import pytest
+from channels.db import database_sync_to_async
 from django.db import connection, transaction
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from approvals import services, teambus
+from approvals import events, services, teambus
 from relay import fanout
 from relay.consumers.dashboard import MAX_FRAME_BYTES, batch_frame, batch_parts
 from relay.frames import check_frame
@@ -307,3 +308,51 @@ class GatheredLiveTests:
             assert all(f'id="req-{item["id"]}"' in item["html"] and "git log" in item["html"] for item in items)
         # Mallory approves another team: none of it reaches her.
         assert outsider_next["type"] == "error" and outsider_next["code"] == "unknown_type"
+
+
+@pytest.mark.django_db(transaction=True)
+class CardReadWhereCommittedTests:
+    @override_settings(REDIS_URL="")
+    def test_an_ask_committed_in_a_process_showing_its_team_has_its_card_read_by_the_committing_thread(
+        self, ci_bot: Any, alice: Any
+    ) -> None:
+        team_group = events.team_group(ci_bot.agent.team_id)
+
+        def submit(command: str) -> tuple[Any, list[str]]:
+            with CaptureQueriesContext(connection) as queries:
+                request = services.request_submit(agent=ci_bot.agent, call=ask_call(command)).request
+            return request, [query["sql"] for query in queries]
+
+        async def created(inbox: Inbox) -> dict[str, Any]:
+            while True:
+                await inbox.read_next()
+                if inbox.events[-1]["type"] == "request.created":
+                    return inbox.events[-1]
+
+        async def scenario() -> tuple[Any, list[str], fanout.PushedCard | None, list[str]]:
+            # The server's way: the submit runs on a worker thread of the loop its sockets run on.
+            in_worker = database_sync_to_async(submit, thread_sensitive=False)
+            dashboard = Inbox()
+            await fanout.GROUPS.join(team_group, dashboard.queue, cards=True)
+            try:
+                request, statements = await in_worker("rm -rf read-here")
+                event = await asyncio.wait_for(created(dashboard), WAIT)
+                card = await asyncio.wait_for(fanout.CARDS.card(event), WAIT)
+            finally:
+                await fanout.GROUPS.leave(team_group, dashboard.queue)
+            # No socket of this process shows the team's cards: the committing thread reads none.
+            _, without = await in_worker("rm -rf read-elsewhere")
+            return request, statements, card, without
+
+        request, statements, card, without = asyncio.run(scenario())
+
+        def card_reads(sql: list[str]) -> list[str]:
+            return [s for s in sql if 'FROM "approvals_membership"' in s and '"team_id" IN' in s]
+
+        assert len(card_reads(statements)) == 1, statements
+        assert card_reads(without) == [], without
+        # The card the sockets take is the card read afresh, and Alice may decide it.
+        fresh = fanout.load_cards([request.pk])[request.pk]
+        assert card is not None and fresh is not None
+        assert (card.id, card.html_approver, card.roles) == (fresh.id, fresh.html_approver, fresh.roles)
+        assert card.html_for(alice) == card.html_approver and "rm -rf read-here" in card.html_approver
