@@ -319,7 +319,8 @@ def last_allowed_like(request: PermissionRequest) -> Decision | None:
         cursor.execute(_allows_sql(connection.vendor), [request.agent_id, request.tool_name, request_id, LIKE_LOOKBACK])
         recent = cursor.fetchall()
     for pk, value in recent:
-        if changes.likeness_key(request.tool_name, tool_input.from_db_value(value, None, connection)) == key:
+        before = tool_input.from_db_value(value, tool_input.cached_col, connection)
+        if changes.likeness_key(request.tool_name, before) == key:
             return _ALLOWED.first(pk)
     return None
 
