@@ -35,6 +35,7 @@ from types import FrameType
 from typing import Any
 
 from daphne.cli import CommandLineInterface
+from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server
 from daphne.ws_protocol import WebSocketProtocol
 from prometheus_client import Counter
@@ -67,6 +68,21 @@ def unsent_bytes(transport: Any) -> int | None:
     return len(transport.dataBuffer) - int(transport.offset) + int(transport._tempDataLen)
 
 
+class FormlessWebRequest(WebRequest):
+    """Daphne's request, without Twisted's parsing of form bodies.
+
+    Twisted parses the body of every form POST (multipart/form-data, urlencoded) into
+    `request.args`, on the event loop, before Daphne hands the request to the
+    application, which reads the raw body and never those arguments. Three
+    unauthenticated 1.4 MB multipart bodies held every request and socket of the process
+    for 0.45 s (tests/security/test_body_parsing.py, docs/SECURITY.md).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._parsePOSTFormSubmission = False  # Twisted's switch, set by its Request.__init__
+
+
 class BoundedWebSocketProtocol(WebSocketProtocol):
     """Daphne's WebSocket protocol that aborts a socket whose unsent data passes the limit."""
 
@@ -94,10 +110,17 @@ class DrainingServer(Server):
         self.draining = False
 
     def listen_success(self, port: Any) -> None:
-        # Before the reactor accepts a connection on the port: every socket is bounded.
+        # Before the reactor accepts a connection on the port: every socket is bounded,
+        # and no request's body is parsed by the server.
         self.ws_factory.protocol = BoundedWebSocketProtocol
+        self.http_factory.buildProtocol = self._http_protocol
         self.ports.append(port)
         super().listen_success(port)
+
+    def _http_protocol(self, addr: Any) -> Any:
+        protocol = HTTPFactory.buildProtocol(self.http_factory, addr)
+        protocol.requestFactory = FormlessWebRequest
+        return protocol
 
     def run(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
