@@ -265,7 +265,8 @@ class BenchEnv:
         log_path = self.work_dir / f"{kind}-{port}.log"
         app = "gatehouse.asgi:application"
         if kind == "daphne":
-            cmd = [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), app]
+            # Daphne as production runs it (`make run`, `make prod`, the systemd units).
+            cmd = [str(BIN / "python"), "-m", "gatehouse.serve", "-b", "127.0.0.1", "-p", str(port), app]
         elif kind == "uvicorn":
             cmd = [
                 str(BIN / "uvicorn"),
