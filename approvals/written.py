@@ -114,21 +114,37 @@ class JoinedRead(Generic[M]):
 
     def each(self, values: Collection[Any]) -> list[M]:
         """Every row whose one `match` field is one of `values`, in no particular order."""
+        if not values:
+            return []
+        sql, params = self.each_statement(values)
+        return list(self._read(self._statement(), sql, params))
+
+    def each_statement(self, values: Collection[Any]) -> Statement:
+        """`each`'s statement, to send with others (`run_together`); read its rows with `instances`.
+
+        - `values` must not be empty.
+        """
         statement = self._statement()
         if len(statement.match) != 1:
             raise TypeError(f"each() matches one field; this read matches {len(statement.match)}")
-        if not values:
-            return []
         field = statement.match[0]
         params = [field.get_db_prep_value(value, connection) for value in values]
         placeholders = ", ".join(["%s"] * len(params))
         where = " AND ".join([f"{statement.matched[0]} IN ({placeholders})", *statement.also])
-        return list(self._read(statement, f"{statement.select} WHERE {where}", params))
+        return f"{statement.select} WHERE {where}", params
 
-    def _read(self, statement: _Statement, sql: str, params: list[Any]) -> Iterator[M]:
+    def instances(self, rows: list[tuple[Any, ...]]) -> list[M]:
+        """The instances of rows this read's statement returned."""
+        return list(self._instances(self._statement(), rows))
+
+    def _read(self, statement: _Statement, sql: str, params: Sequence[Any]) -> Iterator[M]:
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            rows: Iterator[Any] = iter(cursor.fetchall())
+            rows = cursor.fetchall()
+        return self._instances(statement, rows)
+
+    def _instances(self, statement: _Statement, fetched: list[tuple[Any, ...]]) -> Iterator[M]:
+        rows: Iterator[Any] = iter(fetched)
         if statement.converters:
             rows = statement.compiler.apply_converters(rows, statement.converters)
         base, *related = statement.parts

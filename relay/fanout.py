@@ -14,7 +14,7 @@ worker-thread call and renders the card once per role the team has (with the dec
 form for approvers, without it for viewers); the sockets of the process await that same
 work and take the variant their user's role allows, as a frame JSON-encoded once per
 variant. The cards of calls decided at submit, handed over once per tick, are read in
-one such call per tick, all of them in two statements. An ask committed in this process
+one such call per tick, all of them in two statements sent together. An ask committed in this process
 is read by the thread that committed it, right after its doorbell (`read_here`): its
 sockets wait for that read instead of crossing to a worker thread once the doorbell
 reaches them.
@@ -81,10 +81,10 @@ def load_cards(request_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, PushedCard
     """Read and render these cards for every socket: each id's card, None where there is
     no such request (ORM work: call from a worker thread).
 
-    - Two statements however many cards: the requests, then their teams' memberships.
+    - Two statements however many cards, sent together: the requests, and their teams'
+      memberships.
     """
-    requests = relay_selectors.requests_for_cards(request_ids)
-    teams = relay_selectors.teams_roles({request.team_id for request in requests.values()})
+    requests, teams = relay_selectors.requests_for_cards(request_ids)
     cards: dict[uuid.UUID, PushedCard | None] = dict.fromkeys(request_ids)
     for request_id, request in requests.items():
         cards[request_id] = _render(request, teams[request.team_id])
@@ -256,7 +256,7 @@ LOST = "fanout.lost"
 # the dashboards' "recent" lists) are handed to a group's sockets together, as one
 # `GATHERED` event, at most this long after the first of them: one frame per socket per
 # tick instead of one per call. Their cards are read then, together: one worker-thread call
-# and two statements per tick instead of one call and two statements per card.
+# and one round trip (two statements) per tick instead of one call and two statements per card.
 GATHER_SECONDS = 0.1
 GATHERED = "requests.gathered"
 

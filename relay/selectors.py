@@ -11,7 +11,7 @@ from django.db import connection
 
 from approvals import services
 from approvals.models import Agent, Membership, PermissionRequest, PersonalToken
-from approvals.written import JoinedRead
+from approvals.written import JoinedRead, run_together
 
 
 def token_is_revoked(token: str) -> bool:
@@ -45,39 +45,43 @@ def agent_request_with_decision(agent_id: int, request_id: uuid.UUID) -> Permiss
 _CARD = JoinedRead(PermissionRequest, relations=("agent", "team", "decision"), match=("id",))
 
 
-def requests_for_cards(request_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, PermissionRequest]:
+def requests_for_cards(
+    request_ids: Collection[uuid.UUID],
+) -> tuple[dict[uuid.UUID, PermissionRequest], dict[int, dict[int, str]]]:
     """The requests of these ids that exist, each with its agent, team and (once decided)
-    decision, in one statement.
+    decision, and every member of their teams with their role (team id -> user id ->
+    "admin" | "approver" | "viewer"; a team without members maps to {}).
 
     Every process with a dashboard open reads each announced request, so this is on the
-    path of every call: a statement written out once per process (`approvals.written`)
-    returns what `select_related("agent", "team", "decision")` returns, without compiling
-    that query for every call. The cards of one tick's calls decided at submit are read
-    together (relay.fanout).
+    path of every call: two statements written out once per process (`approvals.written`),
+    the first returning what `select_related("agent", "team", "decision")` returns, sent
+    together: one round trip on PostgreSQL. The cards of one tick's calls decided at
+    submit are read together (relay.fanout).
     """
-    return {request.pk: request for request in _CARD.each(request_ids)}
-
-
-def teams_roles(team_ids: Collection[int]) -> dict[int, dict[int, str]]:
-    """Every member of each of these teams with their role: team id -> user id -> "admin" | "approver" | "viewer".
-
-    - A team without members maps to {}.
-    """
-    teams: dict[int, dict[int, str]] = {team_id: {} for team_id in team_ids}
-    if not teams:
-        return teams
-    with connection.cursor() as cursor:
-        cursor.execute(_teams_roles_sql(connection.vendor, len(teams)), list(teams))
-        for team_id, user_id, role in cursor.fetchall():
+    if not request_ids:
+        return {}, {}
+    ids = [PermissionRequest._meta.pk.get_db_prep_value(request_id, connection) for request_id in request_ids]
+    found, members = run_together([_CARD.each_statement(request_ids), (_roles_sql(connection.vendor, len(ids)), ids)])
+    requests = {request.pk: request for request in _CARD.instances(found)}
+    teams: dict[int, dict[int, str]] = {request.team_id: {} for request in requests.values()}
+    for team_id, user_id, role in members:
+        if team_id in teams:  # a team of a request created between the two statements' snapshots
             teams[team_id][user_id] = role
-    return teams
+    return requests, teams
 
 
 @functools.lru_cache(maxsize=64)
-def _teams_roles_sql(vendor: str, teams: int) -> str:
-    """Written out once per process, engine and number of teams, from the model's names (approvals.written)."""
-    meta, quote = Membership._meta, connection.ops.quote_name
-    columns = {f.name: quote(str(f.column)) for f in meta.concrete_fields}
-    user, role, team = columns["user"], columns["role"], columns["team"]
-    placeholders = ", ".join(["%s"] * teams)
-    return f"SELECT {team}, {user}, {role} FROM {quote(meta.db_table)} WHERE {team} IN ({placeholders})"  # noqa: S608
+def _roles_sql(vendor: str, requests: int) -> str:
+    """The memberships of the requests' teams: written out once per process, engine and
+    number of requests, from the models' names (approvals.written)."""
+    quote = connection.ops.quote_name
+    members, asked = Membership._meta, PermissionRequest._meta
+    member = {f.name: quote(str(f.column)) for f in members.concrete_fields}
+    team, user, role = member["team"], member["user"], member["role"]
+    request_team = quote(str(asked.get_field("team").column))
+    request_id = quote(str(asked.pk.column))
+    placeholders = ", ".join(["%s"] * requests)
+    return (
+        f"SELECT {team}, {user}, {role} FROM {quote(members.db_table)} WHERE {team} IN"  # noqa: S608
+        f" (SELECT {request_team} FROM {quote(asked.db_table)} WHERE {request_id} IN ({placeholders}))"
+    )

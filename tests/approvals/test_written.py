@@ -20,7 +20,7 @@ from django.test.utils import CaptureQueriesContext
 
 from approvals import selectors as approvals_selectors
 from approvals import services
-from approvals.models import Agent, PermissionRequest, RequestState
+from approvals.models import Agent, Membership, PermissionRequest, RequestState, Team
 from relay import selectors
 from tests.relay.wsclient import ask_call
 
@@ -41,7 +41,7 @@ def fields_of(instance: Model | None) -> list[tuple[str, Any, type]]:
 
 
 def assert_same_read(request_id: uuid.UUID) -> PermissionRequest:
-    written, orm = selectors.requests_for_cards([request_id]).get(request_id), orm_read(request_id)
+    written, orm = selectors.requests_for_cards([request_id])[0].get(request_id), orm_read(request_id)
     assert written is not None
     assert fields_of(written) == fields_of(orm)
     for relation in ("agent", "team", "decision"):
@@ -78,43 +78,42 @@ class CardReadTests:
 
     def test_an_unknown_id_reads_nothing(self, ci_bot: Any) -> None:
         pending(ci_bot.agent)
-        assert selectors.requests_for_cards([uuid.UUID("5b0c1e0e-3f4a-4d8e-9c1a-7e2b9d4f6a10")]) == {}
-        assert selectors.requests_for_cards([]) == {}
+        assert selectors.requests_for_cards([uuid.UUID("5b0c1e0e-3f4a-4d8e-9c1a-7e2b9d4f6a10")]) == ({}, {})
+        assert selectors.requests_for_cards([]) == ({}, {})
 
-    def test_many_requests_read_in_one_statement_each_as_the_orm_reads_it(self, ci_bot: Any, alice: Any) -> None:
+    def test_many_requests_and_their_teams_read_in_one_round_trip_each_as_the_orm_reads_it(
+        self, ci_bot: Any, other_bot: Any, alice: Any, bob: Any, carol: Any, mallory: Any
+    ) -> None:
         asked = [pending(ci_bot.agent, tool_use_id=f"toolu_many_{n}", command=f"rm -rf d{n}") for n in range(5)]
+        elsewhere = pending(other_bot.agent, tool_use_id="toolu_many_other")
         services.request_decide(asked[0].pk, services.Answer(behavior="deny", surface="web", user=alice))
         unknown = uuid.uuid4()
         with CaptureQueriesContext(connection) as queries:
-            read = selectors.requests_for_cards([*(r.pk for r in asked), unknown])
-        assert len(queries) == 1
-        assert set(read) == {r.pk for r in asked}
-        for request in asked:
+            read, teams = selectors.requests_for_cards([*(r.pk for r in asked), elsewhere.pk, unknown])
+        # Two statements, sent as one message on PostgreSQL.
+        assert len(queries) == (1 if connection.vendor == "postgresql" else 2), queries
+        assert set(read) == {r.pk for r in asked} | {elsewhere.pk}
+        for request in [*asked, elsewhere]:
             written, orm = read[request.pk], orm_read(request.pk)
             assert fields_of(written) == fields_of(orm)
             for relation in ("agent", "team", "decision"):
                 assert fields_of(getattr(written, relation)) == fields_of(getattr(orm, relation)), relation
         assert read[asked[0].pk].decision is not None and read[asked[1].pk].decision is None
-
-    def test_the_teams_roles_are_every_member_with_their_role(
-        self, alice: Any, bob: Any, carol: Any, mallory: Any
-    ) -> None:
-        from approvals.models import Membership, Team
-
-        team_id = Membership.objects.get(user=alice).team_id
-        other_id = Membership.objects.get(user=mallory).team_id
-        empty_id = Team.objects.create(name="nobody-here").pk
+        # Every member of each request's team with their role, and no other team.
         expected = {
             team: dict(Membership.objects.filter(team_id=team).values_list("user_id", "role"))
-            for team in (team_id, other_id)
+            for team in {ci_bot.agent.team_id, other_bot.agent.team_id}
         }
-        with CaptureQueriesContext(connection) as queries:
-            roles = selectors.teams_roles({team_id, other_id, empty_id})
-        assert len(queries) == 1
-        assert roles == {**expected, empty_id: {}}
-        assert set(roles[team_id].values()) == {"approver", "viewer", "admin"}
-        assert roles[other_id] == {mallory.pk: "approver"}
-        assert selectors.teams_roles(set()) == {}
+        assert teams == expected
+        assert set(teams[ci_bot.agent.team_id].values()) == {"approver", "viewer", "admin"}
+        assert mallory.pk in teams[other_bot.agent.team_id] and mallory.pk not in teams[ci_bot.agent.team_id]
+
+    def test_a_team_without_members_reads_as_no_one(self, ci_bot: Any) -> None:
+        lonely = Team.objects.create(name="nobody-here")
+        agent, _ = services.agent_create(name="lonely-bot", team=lonely)
+        request = pending(agent, tool_use_id="toolu_lonely")
+        read, teams = selectors.requests_for_cards([request.pk])
+        assert set(read) == {request.pk} and teams == {lonely.pk: {}}
 
 
 class RequestGetTests:
