@@ -66,14 +66,37 @@ def render_card_as(
 def render_pending_card_variants(request: PermissionRequest, *, for_viewers: bool) -> tuple[str, str | None]:
     """A pending card with the decide form and, when `for_viewers`, without it.
 
-    - The card is read once (its explanation, what changed since, its progress) for both.
+    - The card is read once (its explanation, what changed since, its progress) for both,
+      and rendered once: only its parts that depend on `can_decide` (the batch
+      attributes, the decide form or the viewer's note) are rendered per variant.
     """
     card = _context(request, can_decide=True, decision=None)
-    return _render(card, None), _render({**card, "can_decide": False}, None) if for_viewers else None
+    if not for_viewers:
+        return _render(card, None), None
+    viewers = {**card, "can_decide": False}
+    pieces = _SLOT.split(render_to_string(CARD_TEMPLATE, {"card": {**card, "slots": True}}))
+    if sorted(pieces[1::2]) != sorted(SLOT_TEMPLATES):  # cannot happen: a slot comes from the template only
+        return _render(card, None), _render(viewers, None)
+    return _fill(pieces, card), _fill(pieces, viewers)
+
+
+CARD_TEMPLATE = "approvals/_request_card.html"
+# The parts of a card that depend on `can_decide`. Rendered with `slots`, the card has a
+# marker in each one's place; no text of a call can make one, since everything from a
+# call is escaped and a marker starts with "<".
+SLOT_TEMPLATES = {"batch": "approvals/_request_card_batch.html", "decide": "approvals/_request_card_decide.html"}
+_SLOT = re.compile(r"<!--gatehouse:(batch|decide)-->")
+
+
+def _fill(pieces: list[str], card: dict[str, Any]) -> str:
+    """The card from its pieces (text, slot name, text, …), each slot's part rendered for `card`."""
+    return "".join(
+        render_to_string(SLOT_TEMPLATES[piece], {"card": card}) if n % 2 else piece for n, piece in enumerate(pieces)
+    )
 
 
 def _render(card: dict[str, Any], http_request: HttpRequest | None) -> str:
-    return render_to_string("approvals/_request_card.html", {"card": card}, request=http_request)
+    return render_to_string(CARD_TEMPLATE, {"card": card}, request=http_request)
 
 
 def card_context(request: PermissionRequest, user: Any, *, decision: Any = None) -> dict[str, Any]:
