@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from django.conf import settings
@@ -154,9 +155,11 @@ class ClassifierRacer:
     def __init__(self, classifier: Classifier) -> None:
         self.classifier = classifier
 
-    def offers(self, request: PermissionRequest) -> list[Answer]:
+    def offers(self, request: PermissionRequest, still_pending: Callable[[], bool]) -> list[Answer]:
         if ask_is_reserved(request.evaluation or {}):
             return []  # an ask rule or a safety check asked for a person, not a classifier
+        if not still_pending():
+            return []
         verdict = self.classifier.classify(
             {"tool_name": request.tool_name, "tool_input": request.tool_input, "cwd": request.cwd}
         )

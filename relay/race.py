@@ -61,8 +61,13 @@ class Racer(Protocol):
 
     name: str
 
-    def offers(self, request: PermissionRequest) -> list[Answer]:
-        """Ask the surface; return its answers (empty when it abstains). Never raises."""
+    def offers(self, request: PermissionRequest, still_pending: Callable[[], bool]) -> list[Answer]:
+        """Ask the surface; return its answers (empty when it abstains). Never raises.
+
+        - `still_pending`: one read of the request's state. Call it once the surface has
+          something to ask, before asking (a network call): a finished request is not
+          offered to anyone, and a surface with nothing to ask reads nothing more.
+        """
         ...
 
 
@@ -126,15 +131,20 @@ class Race:
         self.pool.submit(job)
 
     def ask_one(self, request: PermissionRequest, racer: Racer) -> bool:
-        """Ask one racer; True when the request is finished afterwards (by anyone)."""
+        """Ask one racer; True when the request is known finished afterwards (by anyone)."""
         close_old_connections()
-        if not PermissionRequest.objects.filter(pk=request.pk, state=RequestState.PENDING).exists():
-            return True
-        for offer in racer.offers(request):
+        finished = False
+
+        def still_pending() -> bool:
+            nonlocal finished
+            finished = not PermissionRequest.objects.filter(pk=request.pk, state=RequestState.PENDING).exists()
+            return not finished
+
+        for offer in racer.offers(request, still_pending):
             result = submit_offer(request, offer)
             if result is not None:
                 return True
-        return False
+        return finished
 
     def queue(self, request: PermissionRequest) -> None:
         """Coordinator context: hooks, then classifier, one after another; people last."""

@@ -17,6 +17,7 @@ import hmac
 import json
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -315,7 +316,7 @@ class PermissionRequestWebhooks:
 
     name = "webhooks"
 
-    def offers(self, request: PermissionRequest) -> list[Answer]:
+    def offers(self, request: PermissionRequest, still_pending: Callable[[], bool]) -> list[Answer]:
         call = {
             "session_id": request.session_id,
             "transcript_path": request.transcript_path,
@@ -326,7 +327,7 @@ class PermissionRequestWebhooks:
             "permission_suggestions": request.permission_suggestions,
         }
         hooks = _enabled(request.team_id, Webhook.Event.PERMISSION_REQUEST)
-        if not hooks:
+        if not hooks or not still_pending():
             return []
         offers: list[Answer] = []
         for hook, answer in _call_all(hooks, _hook_input("PermissionRequest", call)):

@@ -37,7 +37,7 @@ class ClassifierReservationTests:
         assert submitted.decision is None  # still waiting for a person
         with fake_anthropic(ALLOW) as api:
             racer = ClassifierRacer(LLMClassifier(api_key="sk-test", base_url=api.url))
-            assert racer.offers(submitted.request) == []
+            assert racer.offers(submitted.request, still_pending=lambda: True) == []
         assert api.requests == []
         assert ask_is_reserved(submitted.request.evaluation)
 
@@ -45,7 +45,8 @@ class ClassifierReservationTests:
         submitted = services.request_submit(agent=ci_bot.agent, call=ask_call(tool_use_id="t2"))
         assert submitted.decision is None
         with fake_anthropic(ALLOW) as api:
-            offers = ClassifierRacer(LLMClassifier(api_key="sk-test", base_url=api.url)).offers(submitted.request)
+            racer = ClassifierRacer(LLMClassifier(api_key="sk-test", base_url=api.url))
+            offers = racer.offers(submitted.request, still_pending=lambda: True)
         assert [offer.behavior for offer in offers] == ["allow"]
         assert len(api.requests) == 1
 
