@@ -7,6 +7,7 @@ import json
 import logging
 import re
 import uuid
+from collections import OrderedDict
 from collections.abc import Awaitable
 from typing import Any
 
@@ -40,6 +41,10 @@ MAX_RESUME_IDS = 500
 # One request may be waited on under a few refs (the same tool_use_id sent again); a cap
 # keeps a replaying agent from growing the socket's memory.
 MAX_REFS_PER_REQUEST = 16
+# Finished doorbells for requests this socket owes nothing yet, kept for a submit still on
+# its way back from its worker thread (a racer can decide an ask that fast); the oldest go
+# first. The agent's other sockets' requests end up here too, so it is bounded.
+MAX_EARLY_DOORBELLS = 32
 
 
 def decision_frame(ref: Any, request: PermissionRequest, decision: Decision) -> dict[str, Any]:
@@ -157,6 +162,7 @@ class AgentConsumer(GatehouseConsumer):
         # one request, and each ref still gets its answer.
         self.refs: dict[uuid.UUID, list[Any]] = {}
         self.team_of: dict[uuid.UUID, int] = {}
+        self.early: OrderedDict[uuid.UUID, dict[str, Any]] = OrderedDict()
         self.tasks: set[asyncio.Task[None]] = set()
         self.closing = False
         self.agent: Agent | None = None
@@ -258,11 +264,18 @@ class AgentConsumer(GatehouseConsumer):
         if result.decision is not None:
             await self.send_json(decision_frame(ref, request, result.decision))
             return
+        await self.owed(request.pk, ref)
+
+    async def owed(self, request_id: uuid.UUID, ref: Any) -> None:
+        """Register a pending request this socket owes an answer, and say it is pending."""
         # Register before any await: from here on the doorbell handler can deliver.
-        self.add_ref(request.pk, ref)
-        await self.send_json({"type": "pending", "ref": ref, "id": str(request.pk)})
-        # The decision may have committed before we registered (a very fast approver).
-        await self.deliver([request.pk])
+        self.add_ref(request_id, ref)
+        await self.send_json({"type": "pending", "ref": ref, "id": str(request_id)})
+        # Its decision may have been rung before we registered (a very fast racer); a
+        # doorbell the bus lost is caught by the periodic re-check, as for any request.
+        early = self.early.pop(request_id, None)
+        if early is not None:
+            await self.request_finished(early)
 
     async def on_cancel(self, frame: dict[str, Any]) -> None:
         request_id = request_id_of(frame)
@@ -387,7 +400,12 @@ class AgentConsumer(GatehouseConsumer):
 
     async def request_finished(self, event: dict[str, Any]) -> None:
         request_id = relay_selectors.parse_request_id(event.get("request_id"))
-        if request_id is None or request_id not in self.refs:
+        if request_id is None:
+            return
+        if request_id not in self.refs:
+            self.early[request_id] = event
+            while len(self.early) > MAX_EARLY_DOORBELLS:
+                self.early.popitem(last=False)
             return
         decision = pushed_decision(event)
         if decision is None:
