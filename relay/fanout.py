@@ -14,10 +14,10 @@ worker-thread call and renders the card once per role the team has (with the dec
 form for approvers, without it for viewers); the sockets of the process await that same
 work and take the variant their user's role allows, as a frame JSON-encoded once per
 variant. The cards of calls decided at submit, handed over once per tick, are read in
-one such call per tick, all of them in two statements sent together. An ask committed in this process
-is read by the thread that committed it, right after its doorbell (`read_here`): its
-sockets wait for that read instead of crossing to a worker thread once the doorbell
-reaches them.
+one such call per tick, all of them in two statements sent together. An ask committed
+in this process is read by the thread that committed it, right after its doorbell
+(`read_here`): its sockets wait for that read instead of crossing to a worker thread
+once the doorbell reaches them.
 
 Who sees what is decided as before, per socket and from the database at event time:
 the memberships are read with the card, so a person removed from the team gets nothing

@@ -65,7 +65,7 @@ def requests_for_cards(
     requests = {request.pk: request for request in _CARD.instances(found)}
     teams: dict[int, dict[int, str]] = {request.team_id: {} for request in requests.values()}
     for team_id, user_id, role in members:
-        if team_id in teams:  # a team of a request created between the two statements' snapshots
+        if team_id in teams:  # not a team of a request committed between the two statements
             teams[team_id][user_id] = role
     return requests, teams
 
