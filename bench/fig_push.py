@@ -17,12 +17,12 @@ from bench.stats import Figure, Row, ratio, summary_ms
 TITLE = "Push latency (100 pending, 20 dashboards)"
 BOTTLENECK = (
     "the services, not the fan-out: a card is rendered once per event and process and the 20 "
-    "dashboards hear within ~3 ms of each other; since 2026-12-05 the doorbells of the teams and "
-    "the agents reach a socket of the ringing process as they are rung, so what remains is the "
-    "submit's or decision's own database work before its commit (decision -> agent now comes "
-    "before the decision POST's response), the card's read and render on a worker thread while "
-    "the announcers' threads read too, and, back to back, the previous decision's aftermath "
-    "(its card to 20 dashboards) still running when the next ask arrives"
+    "dashboards hear within ~3 ms of each other; since 2026-12-05's ninth pass an ask's card is "
+    "read by the thread that committed it (in one round trip, plus what changed since the last "
+    "allowed call like it) and rendered once for approvers and viewers. What remains is the "
+    "submit's own reads and commit, that read and render, the 20 sockets' frames, and the "
+    "threads the commit sets off (Web Push, the race) and the client, all on 2 cores; a "
+    "decision's path (token, request, role, fence, one message, commit) is unchanged"
 )
 PENDING = 100
 
