@@ -8,11 +8,15 @@ from typing import Any
 
 import httpx
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from approvals import services
 from approvals.models import Decision, PermissionRequest, RequestState
 from relay import race
+from relay.webhooks import PermissionRequestWebhooks, webhook_create
 from tests.live import LiveServer
+from tests.relay.fake_webhook import fake_webhook
 from tests.relay.wsclient import (
     agent_connect,
     ask_call,
@@ -178,65 +182,49 @@ class CoordinatorQueueTests:
         assert request.decision is not None and request.decision.decided_by == "classifier llm"
 
 
+HOOK_WAIT = 10.0
+
+
 class RacerReadsTests:
     """A racer reads the request's state once it has something to ask, and only then."""
 
+    @staticmethod
+    def add_hook(team: Any, name: str, hook_url: str) -> None:
+        webhook_create(
+            team=team, name=name, url=hook_url, event="PermissionRequest", secret="webhook-secret-0123456789"
+        )
+
     def test_a_team_without_permission_request_webhooks_costs_one_read(self, ci_bot: Any) -> None:
-        from django.db import connection
-        from django.test.utils import CaptureQueriesContext
-
-        from relay.race import Race
-        from relay.webhooks import PermissionRequestWebhooks
-
         racer = PermissionRequestWebhooks()
         request = services.request_submit(agent=ci_bot.agent, call=ask_call(tool_use_id="t-reads")).request
         with CaptureQueriesContext(connection) as queries:
-            finished = Race([racer]).ask_one(request, racer)
+            finished = race.Race([racer]).ask_one(request, racer)
         # The team's webhooks of the event; not the request's state: nobody is asked.
         assert len(queries) == 1 and "relay_webhook" in queries[0]["sql"], [q["sql"][:80] for q in queries]
         assert finished is False
 
     def test_a_finished_request_is_offered_to_no_webhook(self, ci_bot: Any, alice: Any, default_team: Any) -> None:
-        from relay.race import Race
-        from relay.webhooks import PermissionRequestWebhooks, webhook_create
-        from tests.relay.fake_webhook import fake_webhook
-
         racer = PermissionRequestWebhooks()
         request = services.request_submit(agent=ci_bot.agent, call=ask_call(tool_use_id="t-done")).request
         services.request_decide(request.pk, services.Answer(behavior="deny", surface="web", user=alice))
         with fake_webhook(lambda body: (200, None, 0)) as hook:
-            webhook_create(
-                team=default_team,
-                name="late",
-                url=hook.url,
-                event="PermissionRequest",
-                secret="webhook-secret-0123456789",
-            )
-            finished = Race([racer]).ask_one(request, racer)
+            self.add_hook(default_team, "late", hook.url)
+            finished = race.Race([racer]).ask_one(request, racer)
             assert hook.calls == []
         assert finished is True
 
     def test_a_pending_request_is_offered_after_one_read_of_its_state(self, ci_bot: Any, default_team: Any) -> None:
-        from django.db import connection
-        from django.test.utils import CaptureQueriesContext
-
-        from relay.race import Race
-        from relay.webhooks import PermissionRequestWebhooks, webhook_create
-        from tests.relay.fake_webhook import fake_webhook
-
         racer = PermissionRequestWebhooks()
-        request = services.request_submit(agent=ci_bot.agent, call=ask_call(tool_use_id="t-open")).request
         with fake_webhook(lambda body: (200, None, 0)) as hook:
-            webhook_create(
-                team=default_team,
-                name="open",
-                url=hook.url,
-                event="PermissionRequest",
-                secret="webhook-secret-0123456789",
-            )
+            self.add_hook(default_team, "open", hook.url)
+            request = services.request_submit(agent=ci_bot.agent, call=ask_call(tool_use_id="t-open")).request
+            # The server's own race asks the hook once, on a thread of its own, as the ask
+            # commits: that call first, so that the next one is this racer's.
+            assert hook.called.wait(HOOK_WAIT)
+            before = len(hook.calls)
             with CaptureQueriesContext(connection) as queries:
-                finished = Race([racer]).ask_one(request, racer)
-            assert len(hook.calls) == 1
+                finished = race.Race([racer]).ask_one(request, racer)
+            assert (before, len(hook.calls)) == (1, 2)
         states = [q for q in queries if "approvals_permissionrequest" in q["sql"]]
         assert len(states) == 1, [q["sql"][:80] for q in queries]
         assert finished is False  # the hook had no opinion; people still decide
