@@ -25,6 +25,7 @@ gatehouse.asgi:application`.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -68,19 +69,63 @@ def unsent_bytes(transport: Any) -> int | None:
     return len(transport.dataBuffer) - int(transport.offset) + int(transport._tempDataLen)
 
 
-class FormlessWebRequest(WebRequest):
-    """Daphne's request, without Twisted's parsing of form bodies.
+class BoundedWebRequest(WebRequest):
+    """Daphne's request, with the server's own work on a body bounded.
 
-    Twisted parses the body of every form POST (multipart/form-data, urlencoded) into
-    `request.args`, on the event loop, before Daphne hands the request to the
-    application, which reads the raw body and never those arguments. Three
-    unauthenticated 1.4 MB multipart bodies held every request and socket of the process
-    for 0.45 s (tests/security/test_body_parsing.py, docs/SECURITY.md).
+    - **No form parsing.** Twisted parses the body of every form POST (multipart/form-data,
+      urlencoded) into `request.args`, on the event loop, before Daphne hands the request
+      to the application, which reads the raw body and never those arguments. Three
+      unauthenticated 1.4 MB multipart bodies held every request and socket of the
+      process for 0.45 s.
+    - **No body past the limit.** Twisted reads a whole body (to a temporary file past
+      100 KB) before the application, and so the body limit (`gatehouse.bodylimit`), sees
+      any of it: a client declaring 50 MB was read to the end before its 413. A body
+      declared larger than `GATEHOUSE_MAX_BODY_BYTES`, or a chunked one that grows past
+      it, is answered 413 here, at once, and the connection closed.
+
+    (tests/security/test_body_parsing.py, docs/SECURITY.md)
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._parsePOSTFormSubmission = False  # Twisted's switch, set by its Request.__init__
+        self._received = 0
+        self._refused = False
+
+    def gotLength(self, length: int | None) -> None:
+        if length is not None and length > body_limit():
+            self._refuse()
+            length = 0
+        super().gotLength(length)
+
+    def handleContentChunk(self, data: bytes) -> None:
+        if self._refused:
+            return
+        self._received += len(data)
+        if self._received > body_limit():
+            self._refuse()
+            return
+        super().handleContentChunk(data)
+
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
+        if not self._refused:  # a refused body's request never reaches the application
+            super().requestReceived(command, path, version)
+
+    def _refuse(self) -> None:
+        self._refused = True
+        limit = body_limit()
+        body = json.dumps(
+            {"error": {"code": "payload_too_large", "message": f"The body is larger than {limit} bytes."}}
+        ).encode()
+        head = f"HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+        self.channel.transport.write(f"{head}\r\nConnection: close\r\n\r\n".encode() + body)
+        self.channel.transport.loseConnection()
+
+
+def body_limit() -> int:
+    from django.conf import settings  # read per request: Django is set up by then
+
+    return int(settings.GATEHOUSE_MAX_BODY_BYTES)
 
 
 class BoundedWebSocketProtocol(WebSocketProtocol):
@@ -111,7 +156,7 @@ class DrainingServer(Server):
 
     def listen_success(self, port: Any) -> None:
         # Before the reactor accepts a connection on the port: every socket is bounded,
-        # and no request's body is parsed by the server.
+        # and a request's body is neither parsed by the server nor read past the limit.
         self.ws_factory.protocol = BoundedWebSocketProtocol
         self.http_factory.buildProtocol = self._http_protocol
         self.ports.append(port)
@@ -119,7 +164,7 @@ class DrainingServer(Server):
 
     def _http_protocol(self, addr: Any) -> Any:
         protocol = HTTPFactory.buildProtocol(self.http_factory, addr)
-        protocol.requestFactory = FormlessWebRequest
+        protocol.requestFactory = BoundedWebRequest
         return protocol
 
     def run(self) -> None:

@@ -1,11 +1,15 @@
-"""The HTTP server does no work on a request's body before Gatehouse sees the request.
+"""The HTTP server does no work on a request's body before Gatehouse sees the request,
+and reads no body past the limit.
 
 The class: work the server did on a body before any of our code (the body limit, the
 token check) could refuse it. Twisted, under Daphne, parsed every POST whose type was
 `multipart/form-data` or `application/x-www-form-urlencoded` into form arguments that
 nothing reads, on the event loop: three unauthenticated 1.4 MB multipart bodies of
 20,000 parts each held every request and socket of the process for 0.45 s
-(docs/SECURITY.md). `gatehouse.serve` turns that parsing off.
+(docs/SECURITY.md). `gatehouse.serve` turns that parsing off. It also read every body to
+its end (to a temporary file) before the body limit could answer: a client declaring 50 MB
+was read to the end before its 413. Now a body declared or grown past the limit is
+answered 413 at once.
 
 Twisted answers 400 itself, before the application, when a "multipart" body is not
 multipart; so every spelling of the type below, sent with such a body, reaching
@@ -16,10 +20,12 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.conf import settings
 
 from tests.live import LiveServer, live_server
 
@@ -87,3 +93,58 @@ class BodyParsingTests:
             served, "/accounts/login/", b"username=alice&password=wrong", "application/x-www-form-urlencoded"
         )
         assert status in (200, 403), (status, answer[:200])
+
+
+def raw_exchange(srv: LiveServer, head: bytes, body: bytes = b"") -> bytes:
+    """Send `head` and `body`, then read what the server answers (b"" when it closes without a word)."""
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
+        sock.sendall(head + body)
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.endswith(b"}"):
+            part = sock.recv(65536)
+            if not part:
+                break
+            answer += part
+        return answer
+
+
+def post_head(length: int | None) -> bytes:
+    size = b"Transfer-Encoding: chunked" if length is None else b"Content-Length: %d" % length
+    return (
+        b"POST /api/v1/permission-requests HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + size
+        + b"\r\n\r\n"
+    )
+
+
+def chunked(total: int, size: int = 64 * 1024) -> bytes:
+    """`total` bytes of chunks, without the last (empty) chunk: the body goes on."""
+    out = b""
+    while total > 0:
+        n = min(size, total)
+        out += b"%x\r\n" % n + b"x" * n + b"\r\n"
+        total -= n
+    return out
+
+
+class BodyLimitTests:
+    @pytest.mark.parametrize("over", [1, 4096, 10**6, 10**12])
+    def test_a_body_declared_past_the_limit_is_refused_before_it_is_sent(self, served: LiveServer, over: int) -> None:
+        # Only the head is sent: the answer must not wait for a body.
+        answer = raw_exchange(served, post_head(settings.GATEHOUSE_MAX_BODY_BYTES + over))
+        assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+        assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "payload_too_large"
+
+    @pytest.mark.parametrize("over", [1, 100_000])
+    def test_a_chunked_body_growing_past_the_limit_is_refused_as_it_passes(self, served: LiveServer, over: int) -> None:
+        # The body never ends: the answer must come as it passes the limit.
+        answer = raw_exchange(served, post_head(None), chunked(settings.GATEHOUSE_MAX_BODY_BYTES + over))
+        assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+
+    @pytest.mark.parametrize("length", [0, 2, "limit"])
+    def test_a_body_within_the_limit_reaches_gatehouse(self, served: LiveServer, length: int | str) -> None:
+        size = settings.GATEHOUSE_MAX_BODY_BYTES if length == "limit" else int(length)
+        body = b"{}" if size == 2 else b" " * size
+        status, answer = post(served, "/api/v1/permission-requests", body, "application/json")
+        # The token check answers, not the body limit.
+        assert status == 401 and json.loads(answer)["error"]["code"] == "not_authenticated", answer[:200]
