@@ -25,7 +25,6 @@ gatehouse.asgi:application`.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -39,8 +38,11 @@ from daphne.cli import CommandLineInterface
 from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server
 from daphne.ws_protocol import WebSocketProtocol
+from django.conf import settings
 from prometheus_client import Counter
 from twisted.internet import defer, reactor
+
+from gatehouse.bodylimit import too_large
 
 log = logging.getLogger("gatehouse.serve")
 UNSENT_ABORTS = Counter(
@@ -113,19 +115,14 @@ class BoundedWebRequest(WebRequest):
 
     def _refuse(self) -> None:
         self._refused = True
-        limit = body_limit()
-        body = json.dumps(
-            {"error": {"code": "payload_too_large", "message": f"The body is larger than {limit} bytes."}}
-        ).encode()
+        body = too_large(body_limit())
         head = f"HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
         self.channel.transport.write(f"{head}\r\nConnection: close\r\n\r\n".encode() + body)
         self.channel.transport.loseConnection()
 
 
 def body_limit() -> int:
-    from django.conf import settings  # read per request: Django is set up by then
-
-    return int(settings.GATEHOUSE_MAX_BODY_BYTES)
+    return int(settings.GATEHOUSE_MAX_BODY_BYTES)  # read per request: Django is set up by then
 
 
 class BoundedWebSocketProtocol(WebSocketProtocol):

@@ -143,10 +143,14 @@ _WEBHOOK = ModelColumns(Webhook, "w")
 
 @functools.cache
 def _enabled_sql(vendor: str) -> str:
-    """The team's enabled webhooks of one or two events (the same event twice for one), by id."""
+    """The team's enabled webhooks of one or two events (the same event twice for one), by
+    id: every name from the model's metadata, quoted; the values are parameters."""
+    quote, meta = connection.ops.quote_name, Webhook._meta
+    column = {f.name: f"w.{quote(str(f.column))}" for f in meta.concrete_fields}
     return (
-        f'SELECT {_WEBHOOK.columns} FROM "relay_webhook" w'  # noqa: S608 (the model's own column names)
-        " WHERE w.team_id = %s AND w.enabled = %s AND w.event IN (%s, %s) ORDER BY w.id"
+        f"SELECT {_WEBHOOK.columns} FROM {quote(meta.db_table)} w"  # noqa: S608
+        f" WHERE {column['team']} = %s AND {column['enabled']} = %s AND {column['event']} IN (%s, %s)"
+        f" ORDER BY {column['id']}"
     )
 
 
