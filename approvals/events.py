@@ -132,6 +132,7 @@ class Doorbells:
     Doorbells of different requests are sent side by side. Those of one request wait for
     the one before: its dashboards must not hear `request.decided` before
     `request.created` (a classifier can answer within the created doorbell's round trips).
+    This process's own sockets hear each doorbell as it is rung, so in that order too.
     """
 
     def __init__(self) -> None:
@@ -139,7 +140,16 @@ class Doorbells:
         self._sending: set[asyncio.Task[None]] = set()  # held until done: the loop keeps weak references
 
     def ring(self, layer: BaseChannelLayer, groups: list[str], event: dict[str, Any]) -> None:
-        """Call on the event loop."""
+        """Call on the event loop.
+
+        This process's own sockets of the bus's groups hear the doorbell here, in the
+        order rung, before anything is sent: an agent waiting on a decision is woken on
+        the loop's next turn, not after the publishes (each a Redis round trip and a turn
+        of the loop, slow ones when the commit's other threads hold the interpreter).
+        """
+        for group in groups:
+            if teambus.on_bus(group):
+                teambus.hear_here(group, event)
         key = event.get("request_id")
         before = self._last.get(key) if isinstance(key, str) else None
         task = asyncio.get_running_loop().create_task(self._send(before, layer, groups, event))
@@ -179,9 +189,11 @@ DOORBELLS = Doorbells()
 
 async def _send_all(layer: BaseChannelLayer, groups: list[str], event: dict[str, Any]) -> None:
     # The teams' and agents' groups are heard by each process's one subscription
-    # (approvals.teambus), the others by single sockets on the channel layer.
+    # (approvals.teambus; this process's heard them as they were rung), the others by
+    # single sockets on the channel layer.
     sends = [
-        teambus.publish(group, event) if teambus.on_bus(group) else layer.group_send(group, event) for group in groups
+        teambus.publish_elsewhere(group, event) if teambus.on_bus(group) else layer.group_send(group, event)
+        for group in groups
     ]
     outcomes = await asyncio.gather(*sends, return_exceptions=True)
     for group, outcome in zip(groups, outcomes, strict=True):
@@ -190,10 +202,11 @@ async def _send_all(layer: BaseChannelLayer, groups: list[str], event: dict[str,
 
 
 def request_groups(request: PermissionRequest) -> list[str]:
+    # The agent's first: an agent's socket waits on the decision, a dashboard only shows it.
     return [
+        agent_group(request.agent_id),
         team_group(request.team_id),
         ALL_TEAMS_GROUP,
-        agent_group(request.agent_id),
         request_group(request.pk),
     ]
 

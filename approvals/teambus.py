@@ -76,7 +76,17 @@ _publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, redis.asyncio.
 
 async def publish(group: str, event: dict[str, Any]) -> None:
     """Ring a bus group on every server process, from the server's event loop."""
+    hear_here(group, event)
+    await publish_elsewhere(group, event)
+
+
+def hear_here(group: str, event: dict[str, Any]) -> None:
+    """Hand a doorbell to this process's own subscriptions, now: the first half of `publish`."""
     _LOCAL.deliver(group, event)
+
+
+async def publish_elsewhere(group: str, event: dict[str, Any]) -> None:
+    """Publish a doorbell to the other server processes: the second half of `publish`."""
     if not settings.REDIS_URL:
         return
     loop = asyncio.get_running_loop()
@@ -92,7 +102,7 @@ def publish_now(group: str, event: dict[str, Any]) -> None:
     A client per short-lived loop would keep its connection open after the loop is gone:
     one socket leaked per doorbell. This one client's pool is shared by the threads.
     """
-    _LOCAL.deliver(group, event)
+    hear_here(group, event)
     if not settings.REDIS_URL:
         return
     _blocking_client(settings.REDIS_URL).publish(channel(group), wire(event))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import uuid
 from typing import Any
 
 import pytest
@@ -13,10 +14,21 @@ import redis.asyncio
 from django.test import override_settings
 
 from approvals import events, teambus
+from approvals.models import PermissionRequest
 from tests.relay.redis_server import private_redis
 from tests.teamlisten import team_listener
 
 WAIT = 10.0
+
+
+class RecordingLayer:
+    """The channel layer's `group_send` for the groups off the bus (a request's waiters)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+
+    async def group_send(self, group: str, event: dict[str, Any]) -> None:
+        self.sent.append((group, event))
 
 
 class Heard:
@@ -134,6 +146,39 @@ class OwnDoorbellTests:
             ("team.1", {"type": "test.marker"}),
         ]
         assert published == {"origin": teambus.ORIGIN, "event": {"type": "request.created", "request_id": "ours"}}
+
+    def test_a_rung_doorbell_is_heard_here_before_it_is_published_the_agent_first(self, redis_url: Any) -> None:
+        """The server's own sockets hear a doorbell as the loop rings it, not after its publishes' round trips."""
+        request = PermissionRequest(id=uuid.uuid4(), agent_id=5, team_id=3)
+        groups = events.request_groups(request)
+
+        async def scenario() -> tuple[list[tuple[str, dict[str, Any]]], set[str]]:
+            heard = Heard()
+            subscription = heard.subscribe()
+            for group in groups:
+                if teambus.on_bus(group):
+                    await subscription.add(group)
+            elsewhere = redis.asyncio.Redis.from_url(redis_url.url).pubsub()
+            await elsewhere.subscribe(*(teambus.channel(group) for group in groups if teambus.on_bus(group)))
+            doorbells = events.Doorbells()
+            event = {"type": "request.decided", "request_id": str(request.pk)}
+            doorbells.ring(RecordingLayer(), groups, event)
+            at_once = [heard.events.get_nowait() for _ in range(heard.events.qsize())]  # nothing awaited yet
+            await asyncio.wait_for(doorbells.idle(), WAIT)
+            published: set[str] = set()
+            while len(published) < len(at_once):
+                message = await elsewhere.get_message(ignore_subscribe_messages=True, timeout=WAIT)
+                if message is not None:
+                    published.add(message["channel"].decode())
+            await elsewhere.aclose()  # type: ignore[attr-defined]
+            await subscription.close()
+            assert heard.events.empty(), "a doorbell was heard twice"
+            return at_once, published
+
+        at_once, published = asyncio.run(scenario())
+        event = {"type": "request.decided", "request_id": str(request.pk)}
+        assert at_once == [("agent.5", event), ("team.3", event), ("team.all", event)]
+        assert published == {teambus.channel(group) for group in ("agent.5", "team.3", "team.all")}
 
     @pytest.mark.parametrize(
         "data",
