@@ -110,7 +110,7 @@ def rules_page_learning(request: HttpRequest) -> dict[str, Any]:
         for found in learning.rule_suggestions(team_id=team.pk, since=now - timedelta(days=30), until=now)[:10]
     ]
     autopilot = [
-        {"team": team, "setting": selectors.autopilot_setting(team), "rules": selectors.autopilot_rules([team.pk])}
+        {"team": team, "setting": selectors.autopilot_setting(team.pk), "rules": selectors.autopilot_rules([team.pk])}
         for team in teams
     ]
     return {

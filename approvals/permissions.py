@@ -52,7 +52,7 @@ def role_in(user: User | AnonymousUser, team_id: int) -> str | None:
         return None
     if user.is_superuser:
         return Role.ADMIN
-    return Membership.objects.filter(user=user, team_id=team_id).values_list("role", flat=True).first()
+    return selectors.membership_role(user.pk, team_id)
 
 
 def role_among(user: Any, roles: Mapping[int, str]) -> str | None:

@@ -261,7 +261,7 @@ class AutopilotDetailApi(ApiView):
 
 
 def autopilot_body(team: Team) -> dict[str, Any]:
-    setting = selectors.autopilot_setting(team)
+    setting = selectors.autopilot_setting(team.pk)
     data = dict(AutopilotOutputSerializer(setting).data)
     data["rules"] = RuleOutputSerializer(selectors.autopilot_rules([team.pk]), many=True).data
     return data

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
+from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -23,6 +25,8 @@ from approvals.models import (
 from approvals.written import JoinedRead
 
 _AGENT_BY_TOKEN = JoinedRead(Agent, relations=("team",), match=("token_hash",), also="t0.revoked_at IS NULL")
+# The digest is unique: the token's expiry is checked on the one row it names.
+_PERSONAL_TOKEN = JoinedRead(PersonalToken, relations=("user",), match=("token_hash",), also="t0.revoked_at IS NULL")
 
 
 def agent_by_token_hash(digest: str) -> Agent | None:
@@ -31,9 +35,35 @@ def agent_by_token_hash(digest: str) -> Agent | None:
 
 
 def personal_token_by_hash(digest: str) -> PersonalToken | None:
-    """A live personal token: not revoked, not expired."""
-    live = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
-    return PersonalToken.objects.select_related("user").filter(live, token_hash=digest, revoked_at__isnull=True).first()
+    """A live personal token, with its person: not revoked, not expired (read on every call a person makes)."""
+    token = _PERSONAL_TOKEN.first(digest)
+    if token is None or (token.expires_at is not None and token.expires_at <= timezone.now()):
+        return None
+    return token
+
+
+def membership_role(user_id: int, team_id: int) -> str | None:
+    """A person's role in a team as their membership says; None without one (`permissions.role_in` asks)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_role_sql(connection.vendor), [user_id, team_id])
+        row = cursor.fetchone()
+    return row[0] if row is not None else None
+
+
+# A membership is unique per person and team: one row or none.
+@functools.cache
+def _role_sql(vendor: str) -> str:
+    meta: Any = Membership._meta
+    q = connection.ops.quote_name
+
+    def column(name: str) -> str:
+        return q(meta.get_field(name).column)
+
+    # Every name comes from the model's meta, quoted; the values are parameters.
+    return (
+        f"SELECT {column('role')} FROM {q(meta.db_table)}"  # noqa: S608
+        f" WHERE {column('user')} = %s AND {column('team')} = %s"
+    )
 
 
 def personal_tokens_of(user: Any) -> QuerySet[PersonalToken]:

@@ -19,9 +19,9 @@ from approvals.models import (
     RuleScope,
     RuleSource,
     RulesVersion,
-    Team,
     TeamSettings,
 )
+from approvals.written import JoinedRead
 
 
 def rules_applying_to(*, agent: Agent, session_id: str, cwd: str) -> list[Rule]:
@@ -105,9 +105,17 @@ def rules_of_team(team_id: int) -> QuerySet[Rule]:
     return Rule.objects.filter(team_id=team_id).select_related("agent").order_by("id")
 
 
-def autopilot_setting(team: Team) -> AutopilotSetting:
-    """The team's autopilot setting; the default (off) when it was never set."""
-    return AutopilotSetting.objects.filter(team=team).first() or AutopilotSetting(team=team)
+def autopilot_setting(team_id: int) -> AutopilotSetting:
+    """The team's autopilot setting; the default (off) when it was never set.
+
+    - Read after every allow a person gives (`autopilot_consider`), so written out once
+      per process (`approvals.written`).
+    """
+    return _AUTOPILOT.first(team_id) or AutopilotSetting(team_id=team_id)
+
+
+# One row per team at most: the team is its primary key.
+_AUTOPILOT = JoinedRead(AutopilotSetting, relations=(), match=("team",))
 
 
 def autopilot_rules(team_ids: list[int] | None) -> QuerySet[Rule]:

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 import policy
 import policy.learning
-from approvals import learning
+from approvals import learning, selectors
 from approvals.audit import append_decision
 from approvals.models import (
     AuditKind,
@@ -84,9 +84,11 @@ def autopilot_consider(*, request: PermissionRequest) -> Rule | None:
     - The rule and its `autopilot` audit row (naming this request, the rule, its expiry
       and the evidence) commit together: no promotion is missing from the hash chain.
     """
-    setting = AutopilotSetting.objects.filter(team_id=request.team_id, enabled=True).first()
+    setting = selectors.autopilot_setting(request.team_id)
+    if not setting.enabled:
+        return None
     rule = _autopilot_pattern(request)
-    if setting is None or rule is None:
+    if rule is None:
         return None
     now = timezone.now()
     live = Q(expires_at__isnull=True) | Q(expires_at__gt=now)

@@ -7,6 +7,7 @@ agent withdrawing (`request_cancel`) and the deadline (`request_expire`).
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import time
 import uuid
@@ -16,8 +17,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import DatabaseError, transaction
-from django.db.models import F, Q
+from django.db import DatabaseError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from approvals import events, questions, selectors
@@ -258,17 +259,36 @@ def fence(request: PermissionRequest, new_state: str, *, before_deadline: bool =
     if request.state != RequestState.PENDING:
         return None
     now = timezone.now()
-    pending = PermissionRequest.objects.filter(pk=request.pk, state=RequestState.PENDING)
-    if before_deadline:
-        pending = pending.filter(Q(deadline_at__isnull=True) | Q(deadline_at__gt=now))
-    updated = pending.update(state=new_state, version=F("version") + 1, decided_at=now)
-    if updated != 1:
-        return None
+    meta = PermissionRequest._meta
+    at = meta.get_field("decided_at").get_db_prep_value(now, connection)
+    params = [str(new_state), at, meta.pk.get_db_prep_value(request.pk, connection), str(RequestState.PENDING)]
+    with connection.cursor() as cursor:
+        cursor.execute(_fence_sql(connection.vendor, before_deadline), [*params, at] if before_deadline else params)
+        if cursor.rowcount != 1:
+            return None
     fenced = copy.copy(request)  # the caller's object keeps saying what it read
     fenced.state = new_state
     fenced.version += 1
     fenced.decided_at = now
     return fenced
+
+
+# On every decision's path: written once per process and engine rather than compiled per call.
+@functools.cache
+def _fence_sql(vendor: str, before_deadline: bool) -> str:
+    meta: Any = PermissionRequest._meta
+    q = connection.ops.quote_name
+
+    def column(name: str) -> str:
+        return q(meta.get_field(name).column)
+
+    # Every name comes from the model's meta, quoted; the values are parameters.
+    state, version, deadline = column("state"), column("version"), column("deadline_at")
+    sql = (
+        f"UPDATE {q(meta.db_table)} SET {state} = %s, {version} = {version} + 1, {column('decided_at')} = %s"  # noqa: S608
+        f" WHERE {column('id')} = %s AND {state} = %s"
+    )
+    return sql + f" AND ({deadline} IS NULL OR {deadline} > %s)" if before_deadline else sql
 
 
 def _remember(request: PermissionRequest, remember: str, hours: float | None, user: User | None) -> str:

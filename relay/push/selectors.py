@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
+from typing import Any
 
 from django.contrib.auth.models import User
+from django.db import connection
 from django.db.models import Q
 
 from approvals import permissions
 from approvals.models import AuditKind, Decision, Membership, Role
+from approvals.written import ModelColumns
 from relay.models import NtfyTopic, PushActionToken, PushSubscription
 
 
@@ -39,9 +43,35 @@ def voters_of(request_id: uuid.UUID) -> set[int]:
 
 
 def subscriptions_notified(request_id: uuid.UUID) -> list[PushSubscription]:
-    """The subscriptions an ask was pushed to (they hold its tokens), to tell them it is over."""
-    ids = PushActionToken.objects.filter(request_id=request_id, subscription__isnull=False).values("subscription_id")
-    return list(PushSubscription.objects.filter(pk__in=ids).order_by("id"))
+    """The subscriptions an ask was pushed to (they hold its tokens), to tell them it is over.
+
+    - Read after every decision, nearly always to find none, so written out once per
+      process (`approvals.written`): compiling the queryset cost more than its round trip.
+    """
+    field = PushActionToken._meta.get_field("request")
+    with connection.cursor() as cursor:
+        cursor.execute(_notified_sql(connection.vendor), [field.get_db_prep_value(request_id, connection)])
+        return [subscription for subscription, _ in _SUBSCRIPTION.rows(cursor.fetchall()) if subscription is not None]
+
+
+_SUBSCRIPTION = ModelColumns(PushSubscription, "s")
+
+
+@functools.cache
+def _notified_sql(vendor: str) -> str:
+    quote = connection.ops.quote_name
+    subscription, token = PushSubscription._meta, PushActionToken._meta
+
+    def column(meta: Any, name: str) -> str:
+        return quote(str(meta.get_field(name).column))
+
+    # Every name comes from the models' metadata, quoted; the values are parameters.
+    return (
+        f"SELECT {_SUBSCRIPTION.columns} FROM {quote(subscription.db_table)} s"  # noqa: S608
+        f" WHERE s.{column(subscription, 'id')} IN (SELECT t.{column(token, 'subscription')}"
+        f" FROM {quote(token.db_table)} t WHERE t.{column(token, 'request')} = %s"
+        f" AND t.{column(token, 'subscription')} IS NOT NULL) ORDER BY s.{column(subscription, 'id')}"
+    )
 
 
 def subscriptions_of(user: User) -> list[PushSubscription]:

@@ -1,27 +1,41 @@
 """The written-out reads return what the ORM's `select_related` reads return.
 
-The reads on the path of every call (`approvals.written`): the agent a bearer
-token names, and the card each process with a dashboard open reads for each announced
-request. Each is a statement written out once per process from the models' fields
-instead of a query compiled per call; these tests hold each to the ORM's answer, field
-by field and type by type, on SQLite and PostgreSQL.
+The reads on the path of every call (`approvals.written`): the agent or person a bearer
+token names, a person's role in a team, the team's autopilot, the browsers to tell that
+an ask is over, and the card each process with a dashboard open reads for each announced
+request; and the fence every decision passes. Each is a statement written out once per
+process from the models' fields instead of a query compiled per call; these tests hold
+each to the ORM's answer, field by field and type by type, on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
 
 import enum
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import connection
-from django.db.models import Model
+from django.db.models import Model, Q
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from approvals import selectors as approvals_selectors
 from approvals import services
-from approvals.models import Agent, Membership, PermissionRequest, RequestState, Team
+from approvals.models import (
+    Agent,
+    AutopilotSetting,
+    Membership,
+    PermissionRequest,
+    PersonalToken,
+    RequestState,
+    Team,
+)
+from approvals.services.decide import fence
 from relay import selectors
+from relay.models import PushActionToken, PushSubscription
+from relay.push import selectors as push_selectors
 from tests.relay.wsclient import ask_call
 
 pytestmark = pytest.mark.django_db
@@ -150,6 +164,126 @@ class AgentByTokenTests:
         assert approvals_selectors.agent_by_token_hash(services.token_hash("gh_not_a_token")) is None
         assert approvals_selectors.agent_by_token_hash("") is None
         assert approvals_selectors.agent_by_token_hash(services.token_hash(ci_bot.token)) is not None
+
+
+class PersonalTokenTests:
+    @pytest.mark.parametrize("kind", ["until revoked", "expiring later", "expired", "revoked", "unknown"])
+    def test_a_personal_token_reads_with_its_person_as_the_orm_reads_it(self, alice: Any, kind: str) -> None:
+        token = services.personal_token_create(user=alice, expires_in_days=0 if kind == "until revoked" else 7)
+        digest = services.token_hash(token if kind != "unknown" else "ghp_not_a_token")
+        stored = PersonalToken.objects.get(user=alice)
+        if kind == "expired":
+            PersonalToken.objects.filter(pk=stored.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+        if kind == "revoked":
+            services.personal_token_revoke(token=stored)
+        live = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+        orm = PersonalToken.objects.select_related("user").filter(live, token_hash=digest, revoked_at__isnull=True)
+        with CaptureQueriesContext(connection) as queries:
+            written = approvals_selectors.personal_token_by_hash(digest)
+            person = fields_of(written.user) if written is not None else []
+        assert len(queries) == 1, queries
+        assert (written is None) == (kind in ("expired", "revoked", "unknown"))
+        assert fields_of(written) == fields_of(orm.first())
+        assert person == (fields_of(orm.first().user) if written is not None else [])  # type: ignore[union-attr]
+
+
+class MembershipRoleTests:
+    def test_a_persons_role_reads_as_the_orm_reads_it_in_every_team(
+        self, alice: Any, bob: Any, carol: Any, mallory: Any, admin: Any, other_team: Any
+    ) -> None:
+        teams = [*Team.objects.values_list("pk", flat=True), 10_000]
+        seen = set()
+        for person in (alice, bob, carol, mallory, admin):
+            for team_id in teams:
+                orm = Membership.objects.filter(user=person, team_id=team_id).values_list("role", flat=True).first()
+                written = approvals_selectors.membership_role(person.pk, team_id)
+                assert written == orm, (person.username, team_id)
+                seen.add(written)
+        assert seen == {"viewer", "approver", "admin", None}
+
+
+class AutopilotSettingTests:
+    def test_a_teams_setting_reads_as_the_orm_reads_it_and_a_team_without_one_is_off(
+        self, ci_bot: Any, other_team: Any
+    ) -> None:
+        team = ci_bot.agent.team
+        services.autopilot_configure(team=team, enabled=True, approvals=3, trial_hours=48)
+        written = approvals_selectors.autopilot_setting(team.pk)
+        assert fields_of(written) == fields_of(AutopilotSetting.objects.get(team=team))
+        assert written.enabled and written.approvals == 3
+        default = approvals_selectors.autopilot_setting(other_team.pk)
+        assert fields_of(default) == fields_of(AutopilotSetting(team=other_team))
+        assert not default.enabled and default._state.adding
+
+
+class PushNotifiedTests:
+    def test_the_browsers_an_ask_was_pushed_to_read_as_the_orm_reads_them(
+        self, ci_bot: Any, alice: Any, carol: Any
+    ) -> None:
+        asked, other = pending(ci_bot.agent), pending(ci_bot.agent, command="make other")
+        browsers = [
+            PushSubscription.objects.create(user=person, endpoint=f"https://push.example/{n}", p256dh="k", auth="a")
+            for n, person in enumerate((alice, carol, alice))
+        ]
+        for n, (request, browser) in enumerate([(asked, browsers[2]), (asked, browsers[0]), (other, browsers[1])]):
+            for action in ("allow", "deny"):
+                PushActionToken.objects.create(
+                    token_hash=f"{n}{action}".ljust(64, "0"),
+                    request=request,
+                    user=browser.user,
+                    action=action,
+                    channel="webpush",
+                    subscription=browser,
+                    expires_at=timezone.now() + timedelta(hours=1),
+                )
+        PushActionToken.objects.create(
+            token_hash="ntfy".ljust(64, "0"),
+            request=asked,
+            user=carol,
+            action="allow",
+            channel="ntfy",
+            expires_at=timezone.now() + timedelta(hours=1),
+        )
+        for request in (asked, other, pending(ci_bot.agent, command="make none")):
+            ids = PushActionToken.objects.filter(request=request, subscription__isnull=False).values("subscription_id")
+            orm = list(PushSubscription.objects.filter(pk__in=ids).order_by("id"))
+            written = push_selectors.subscriptions_notified(request.pk)
+            assert [fields_of(s) for s in written] == [fields_of(s) for s in orm]
+        assert [s.pk for s in push_selectors.subscriptions_notified(asked.pk)] == [browsers[0].pk, browsers[2].pk]
+
+
+class FenceTests:
+    def stored(self, request: PermissionRequest) -> tuple[str, int, Any]:
+        row = PermissionRequest.objects.get(pk=request.pk)
+        return row.state, row.version, row.decided_at
+
+    def test_the_fence_moves_a_pending_request_once_and_stores_what_it_returns(self, ci_bot: Any) -> None:
+        request = pending(ci_bot.agent)
+        fenced = fence(request, RequestState.DECIDED, before_deadline=True)
+        assert fenced is not None and request.state == RequestState.PENDING
+        assert self.stored(request) == (RequestState.DECIDED, request.version + 1, fenced.decided_at)
+        assert fenced.version == request.version + 1
+        assert fence(request, RequestState.CANCELLED) is None  # the row is no longer pending
+        assert self.stored(request) == (RequestState.DECIDED, request.version + 1, fenced.decided_at)
+
+    @pytest.mark.parametrize("before_deadline", [True, False])
+    def test_past_its_deadline_only_a_fence_that_ignores_the_deadline_moves_it(
+        self, ci_bot: Any, before_deadline: bool
+    ) -> None:
+        request = pending(ci_bot.agent)
+        for deadline in (timezone.now() - timedelta(seconds=1), timezone.now() + timedelta(hours=1)):
+            PermissionRequest.objects.filter(pk=request.pk).update(deadline_at=deadline)
+            expected = PermissionRequest.objects.filter(pk=request.pk, state=RequestState.PENDING)
+            if before_deadline:
+                expected = expected.filter(Q(deadline_at__isnull=True) | Q(deadline_at__gt=timezone.now()))
+            movable = expected.exists()
+            fenced = fence(request, RequestState.EXPIRED, before_deadline=before_deadline)
+            assert (fenced is not None) == movable, deadline
+            if fenced is not None:
+                assert self.stored(request) == (RequestState.EXPIRED, request.version + 1, fenced.decided_at)
+                return
+            assert self.stored(request) == (RequestState.PENDING, request.version, None)
+        pytest.fail("no deadline let the fence through")
 
 
 def stored_as_held(instance: Model) -> None:
