@@ -141,6 +141,50 @@ def _check_outputs(cmds: dict[str, str], input_path: Path, env: dict[str, str]) 
             raise RuntimeError(f"{name} did not answer allow: {proc.stdout[:300]!r} {proc.stderr[:300]!r}")
 
 
+# A command naming paths every way the gatherer resolves them, over `link_tree`.
+GATHER_COMMAND = "cd src && cat app.py | grep x > ../out.txt; ls -la abs/keys rel chain ~/notes"
+
+
+def link_tree(root: Path) -> Path:
+    """A project with every kind of link the gatherer must agree with realpath on."""
+    (root / "secret" / "keys").mkdir(parents=True)
+    (root / "secret" / "keys" / "id").write_text("key")
+    project = root / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "app.py").write_text("x = 1\n")
+    (project / "file").write_text("")
+    links = {
+        "abs": str(root / "secret"),
+        "rel": "../secret/keys",
+        "chain": "abs",
+        "loop1": "loop2",
+        "loop2": "loop1",
+        "dangling": "/nonexistent/dir",
+        "dotdot": "missing/../src",
+        "self": ".",
+    }
+    for name, target in links.items():
+        os.symlink(target, project / name)
+    return project
+
+
+def gather_times(work_dir: Path, runs: int) -> list[float]:
+    """The hook's facts gathering (`agent.facts.gather`) in process, one call's seconds per run."""
+    from agent.facts import gather
+
+    root = work_dir / f"facts-tree-{uuid.uuid4().hex[:8]}"
+    project = link_tree(root)
+    try:
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            gather("Bash", {"command": GATHER_COMMAND}, str(project), home=str(root))
+            times.append(time.perf_counter() - started)
+        return times
+    finally:
+        shutil.rmtree(root)
+
+
 def run(env: Any) -> Figure:
     runs, rounds = env.pick((2, 1), (4, 2), (8, 4))
     input_path = env.work_dir / "hook-input.json"
@@ -158,6 +202,7 @@ def run(env: Any) -> Figure:
         else:
             tool = "own loop (hyperfine not installed)"
             times = _own_timing(cmds, runs * rounds, input_path, child_env)
+    times["gather"] = gather_times(env.work_dir, 50)
     med = {name: percentile(t, 50) * 1000 for name, t in times.items()}
     p99 = {name: percentile(t, 99) * 1000 for name, t in times.items()}
     figure = Figure(
@@ -212,5 +257,14 @@ def run(env: Any) -> Figure:
             round(med["curl"] / med["floor"], 2),
         ),
         Row("hook minus curl (client-side Python cost)", round(med["hook"] - med["curl"], 1), "ms"),
+        Row(
+            "of which the facts gathering, in process, median (14-word command, a tree of symlinks)",
+            round(med["gather"], 2),
+            "ms",
+            round(med["hook"] - med["curl"], 1),
+            "hook minus curl",
+            round(med["gather"] / max(med["hook"] - med["curl"], 1e-9), 3),
+        ),
+        Row("facts gathering, worst of 50", round(max(times["gather"]) * 1000, 2), "ms"),
     ]
     return figure

@@ -273,7 +273,9 @@ def verdict(soak: Soak) -> dict[str, Any]:
         "rss_last_mib": round(max(rss[-per_minute:]) / 1024, 1) if rss else None,
     }
     result["zero_errors"] = errors == 0
-    result["p99_stable"] = last_p99 <= max(2 * first_p99, first_p99 + 50)
+    # A last minute that answered nothing has no p99 to be stable: every call failed.
+    answered_last = any(w.latencies for w in last)
+    result["p99_stable"] = answered_last and last_p99 <= max(2 * first_p99, first_p99 + 50)
     result["memory_flat"] = not rss or growth_kib < max(0.2 * max(rss[:per_minute]), 32 * 1024)
     result["passed"] = result["zero_errors"] and result["p99_stable"] and result["memory_flat"]
     return result

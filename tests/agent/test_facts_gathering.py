@@ -6,39 +6,20 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent.facts import MAX_PATHS, command_words, gather, real_path, with_facts
+from bench.fig_hook import link_tree
 from policy import decide
 from policy.facts import parse_facts
 from tests.e2e.claude_code.hookrun import ROOT
 
 
 def _tree(tmp_path: Path) -> Path:
-    """A project with every kind of link the gatherer must agree with realpath on."""
-    (tmp_path / "secret" / "keys").mkdir(parents=True)
-    (tmp_path / "secret" / "keys" / "id").write_text("key")
-    project = tmp_path / "project"
-    (project / "src").mkdir(parents=True)
-    (project / "src" / "app.py").write_text("x = 1\n")
-    (project / "file").write_text("")
-    links = {
-        "abs": str(tmp_path / "secret"),
-        "rel": "../secret/keys",
-        "chain": "abs",
-        "loop1": "loop2",
-        "loop2": "loop1",
-        "dangling": "/nonexistent/dir",
-        "dotdot": "missing/../src",
-        "self": ".",
-    }
-    for name, target in links.items():
-        os.symlink(target, project / name)
-    return project
+    return link_tree(tmp_path)
 
 
 SPELLINGS = [
@@ -114,13 +95,14 @@ class GatherTests:
 
     def test_it_stops_at_its_bounds_and_says_so(self, tmp_path: Path) -> None:
         command = " ".join(f"f{i}" for i in range(MAX_PATHS * 3))
-        started = time.perf_counter()
         facts = gather("Bash", {"command": command}, str(tmp_path), home=str(tmp_path))
-        elapsed = time.perf_counter() - started
         assert facts["truncated"] is True
-        assert len(facts["paths"]) <= MAX_PATHS
-        assert elapsed < 0.5
+        assert len(facts["paths"]) == MAX_PATHS
         assert parse_facts(facts).truncated
+        # Its time budget spent before the first path, it reports none and says so.
+        spent = gather("Bash", {"command": "cat a b c"}, str(tmp_path), home=str(tmp_path), budget=-1.0)
+        assert spent["truncated"] is True and spent["paths"] == {}
+        assert gather("Bash", {"command": "cat a b c"}, str(tmp_path), home=str(tmp_path))["truncated"] is False
 
     @pytest.mark.parametrize(
         ("command", "expected"),
@@ -175,18 +157,3 @@ class DecideCommandTests:
         assert json.loads(done.stdout)["behavior"] == "allow", done.stdout
         # Without facts, the engine alone cannot know the file is really there.
         assert decide(doc).behavior == "ask"
-
-
-class GatherCostTests:
-    def test_it_costs_a_few_milliseconds_per_call(self, tmp_path: Path) -> None:
-        """Measured for docs/ARCHITECTURE.md; asserted loosely (a shared, loaded machine)."""
-        project = _tree(tmp_path)
-        command = "cd src && cat app.py | grep x > ../out.txt; ls -la abs/keys rel chain ~/notes"
-        runs = []
-        for _ in range(50):
-            started = time.perf_counter()
-            gather("Bash", {"command": command}, str(project), home=str(tmp_path))
-            runs.append(time.perf_counter() - started)
-        runs.sort()
-        print(f"gather: median {runs[25] * 1000:.2f} ms, worst {runs[-1] * 1000:.2f} ms")
-        assert runs[25] < 0.05

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import fig_engine, fig_push, report
+from bench import fig_engine, fig_push, report, soak
 from bench.stats import Figure, Row, percentile, summary_ms
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +48,31 @@ class ReportTests:
     def test_it_says_why_a_figure_was_not_measured(self) -> None:
         lines = report.table_lines([Figure(7, "Scale", status="not measured", why="no relay yet")])
         assert "not measured: no relay yet" in lines[-1]
+
+
+class SoakVerdictTests:
+    def minutes(self, *answered: bool) -> soak.Soak:
+        """Six 10 s windows a minute, each of 100 calls: answered in 50 ms, or every one failed."""
+        run = soak.Soak()
+        for minute, ok in enumerate(answered):
+            for n in range(6):
+                window = soak.Window(start=minute * 60 + n * soak.WINDOW, calls=100, rss_kib=100_000)
+                if ok:
+                    window.latencies = [0.05] * 100
+                    window.auto_latencies = [0.05] * 100
+                else:
+                    window.errors = 100
+                run.windows.append(window)
+        return run
+
+    def test_a_steady_run_is_stable_and_passes(self) -> None:
+        verdict = soak.verdict(self.minutes(True, True, True))
+        assert verdict["p99_stable"] and verdict["passed"]
+
+    def test_a_last_minute_that_answered_nothing_is_not_stable(self) -> None:
+        verdict = soak.verdict(self.minutes(True, True, False))
+        assert verdict["p99_stable"] is False and verdict["passed"] is False
+        assert verdict["errors"] == 600
 
 
 class EngineFigureTests:
