@@ -149,7 +149,10 @@ class Doorbells:
         """
         for group in groups:
             if teambus.on_bus(group):
-                teambus.hear_here(group, event)
+                try:
+                    teambus.hear_here(group, event)
+                except Exception:  # the other groups and processes are rung all the same
+                    log.exception("event %s to %s was not delivered in this process", event.get("type"), group)
         key = event.get("request_id")
         before = self._last.get(key) if isinstance(key, str) else None
         task = asyncio.get_running_loop().create_task(self._send(before, layer, groups, event))

@@ -19,6 +19,7 @@ from tests.e2e.claude_code.hookrun import ROOT
 
 
 def _tree(tmp_path: Path) -> Path:
+    """A project with every kind of link the gatherer must agree with realpath on."""
     return link_tree(tmp_path)
 
 

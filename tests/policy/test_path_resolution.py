@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from agent.facts import real_path
+from bench.fig_hook import link_tree
 from policy import Decision, decide
 from policy.facts import parse_facts
 from policy.paths import PathResolver
@@ -20,25 +21,7 @@ from tests.policy.calls import gather
 
 def _tree(tmp_path: Path) -> Path:
     """A project with every kind of link the resolver must agree with realpath on."""
-    (tmp_path / "secret" / "keys").mkdir(parents=True)
-    (tmp_path / "secret" / "keys" / "id").write_text("key")
-    project = tmp_path / "project"
-    (project / "src").mkdir(parents=True)
-    (project / "src" / "app.py").write_text("x = 1\n")
-    (project / "file").write_text("")
-    links = {
-        "abs": str(tmp_path / "secret"),
-        "rel": "../secret/keys",
-        "chain": "abs",
-        "loop1": "loop2",
-        "loop2": "loop1",
-        "dangling": "/nonexistent/dir",
-        "dotdot": "missing/../src",
-        "self": ".",
-    }
-    for name, target in links.items():
-        os.symlink(target, project / name)
-    return project
+    return link_tree(tmp_path)
 
 
 SPELLINGS = [

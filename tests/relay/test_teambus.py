@@ -180,6 +180,43 @@ class OwnDoorbellTests:
         assert at_once == [("agent.5", event), ("team.3", event), ("team.all", event)]
         assert published == {teambus.channel(group) for group in ("agent.5", "team.3", "team.all")}
 
+    def test_a_hand_over_that_fails_is_logged_and_the_other_groups_still_ring(
+        self, redis_url: Any, caplog: Any
+    ) -> None:
+        request = PermissionRequest(id=uuid.uuid4(), agent_id=5, team_id=3)
+        groups = events.request_groups(request)
+        event = {"type": "request.decided", "request_id": str(request.pk)}
+
+        async def scenario() -> tuple[list[str], set[str]]:
+            heard: list[str] = []
+
+            def deliver(group: str, got: dict[str, Any]) -> None:
+                if group == "agent.5":
+                    raise RuntimeError("a socket's hand-over broke")
+                heard.append(group)
+
+            subscription = teambus.subscribe(deliver, lambda error: None)
+            for group in ("agent.5", "team.3", "team.all"):
+                await subscription.add(group)
+            elsewhere = redis.asyncio.Redis.from_url(redis_url.url).pubsub()
+            await elsewhere.subscribe(*(teambus.channel(g) for g in ("agent.5", "team.3", "team.all")))
+            doorbells = events.Doorbells()
+            doorbells.ring(RecordingLayer(), groups, event)
+            await asyncio.wait_for(doorbells.idle(), WAIT)
+            published: set[str] = set()
+            while len(published) < 3:
+                message = await elsewhere.get_message(ignore_subscribe_messages=True, timeout=WAIT)
+                if message is not None:
+                    published.add(message["channel"].decode())
+            await elsewhere.aclose()  # type: ignore[attr-defined]
+            await subscription.close()
+            return heard, published
+
+        heard, published = asyncio.run(scenario())
+        assert heard == ["team.3", "team.all"]
+        assert published == {teambus.channel(g) for g in ("agent.5", "team.3", "team.all")}
+        assert "event request.decided to agent.5 was not delivered in this process" in caplog.text
+
     @pytest.mark.parametrize(
         "data",
         [b"not json", b"[1, 2]", b'{"event": {}}', b'{"origin": "x"}', b'{"origin": "x", "event": [1]}', b"null"],
