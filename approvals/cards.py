@@ -131,7 +131,28 @@ def _context(request: PermissionRequest, *, can_decide: bool, decision: Any) -> 
         "answers": _answers(decision),
         # "1 of 2 — alice approved" and the ladder's steps; None without quorum or ladder.
         "progress": _progress(request),
+        # Every key the template reads is here, None where there is nothing: a lookup that
+        # fails costs Django's template engine an exception and a dir() of the object.
+        "call_context": _call_context(request),
+        "outcome": _outcome(decision),
+        "slots": False,
     }
+
+
+CALL_CONTEXT_SHOWN = ("prompt", "agent_type", "agent_id", "effort")
+
+
+def _call_context(request: PermissionRequest) -> dict[str, Any]:
+    """What the card shows of the call's context (the prompt, the subagent, the effort)."""
+    context = request.call_context if isinstance(request.call_context, dict) else {}
+    return {key: context.get(key) for key in CALL_CONTEXT_SHOWN}
+
+
+def _outcome(decision: Any) -> dict[str, Any]:
+    """What the card's outcome line says beyond allow or deny: the agent stopped, a rule saved."""
+    reason = getattr(decision, "reason", None)
+    reason = reason if isinstance(reason, dict) else {}
+    return {"interrupt": reason.get("interrupt"), "saved_rule": reason.get("saved_rule")}
 
 
 def _answers(decision: Any) -> list[tuple[str, str]]:

@@ -3,9 +3,13 @@ approvers) and without it (for viewers). Each variant must be the card as render
 
 from __future__ import annotations
 
+import collections
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from django.template import base
 from django.test.signals import template_rendered
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -92,3 +96,61 @@ class CardVariantTests:
         result = services.request_submit(agent=ci_bot.agent, call={**call, "cwd": "/tmp/proj"})
         if result.decision is None:
             assert_variants_are_whole_renders(result.request)
+
+
+@contextmanager
+def failed_lookups() -> Iterator[collections.Counter[str]]:
+    """The template variables whose lookup failed while the block ran, counted by name.
+
+    Django's engine answers a failed lookup with an empty value, after an exception and a
+    `dir()` of the object: on a card rendered for every call, that is work for nothing.
+    """
+    failed: collections.Counter[str] = collections.Counter()
+    resolve = base.Variable._resolve_lookup  # type: ignore[attr-defined]
+
+    def observed(variable: base.Variable, context: Any) -> Any:
+        try:
+            return resolve(variable, context)
+        except Exception:
+            failed[str(variable.var)] += 1
+            raise
+
+    base.Variable._resolve_lookup = observed  # type: ignore[attr-defined]
+    try:
+        yield failed
+    finally:
+        base.Variable._resolve_lookup = resolve  # type: ignore[attr-defined]
+
+
+class CardLookupTests:
+    def test_no_card_reads_a_variable_its_context_lacks(self, ci_bot: Any, alice: Any) -> None:
+        team = ci_bot.agent.team
+        services.rule_create(rule="Bash(rm:*)", behavior="ask", source="localSettings", team=team, approvals_required=2)
+        context = {"prompt": "tidy up", "agent_type": "Explore", "agent_id": "a1", "effort": "high"}
+        call = {"tool_name": "Bash", "tool_input": {"command": "npm test"}, "session_id": "s1", "cwd": "/tmp/proj"}
+        with_context = services.request_submit(agent=ci_bot.agent, call={**call, "call_context": context}).request
+        quorum = asked(ci_bot.agent, "Bash", {"command": "rm -rf dist"})
+        services.request_decide(quorum.pk, services.Answer(behavior="allow", surface="web", user=alice))
+        quorum.refresh_from_db()
+        pending = [asked(ci_bot.agent, tool, tool_input) for tool, tool_input in CALLS] + [with_context, quorum]
+        saved = asked(ci_bot.agent, "Bash", {"command": "npm publish --dry-run"})
+        stopped = asked(ci_bot.agent, "Bash", {"command": "npm run deploy"})
+        services.request_decide(
+            saved.pk, services.Answer(behavior="allow", surface="web", user=alice, remember="session")
+        )
+        services.request_decide(
+            stopped.pk,
+            services.Answer(behavior="deny", surface="web", user=alice, reason_extra={"interrupt": True}),
+        )
+        decided = [
+            PermissionRequest.objects.select_related("agent", "team", "decision").get(pk=r.pk) for r in (saved, stopped)
+        ]
+        with failed_lookups() as failed:
+            cards = [
+                html for request in pending for html in render_pending_card_variants(request, for_viewers=True) if html
+            ]
+            cards += [render_card_as(r, can_decide=False, decision=r.decision) for r in decided]
+        assert "tidy up" in "".join(cards) and "1 of 2" in "".join(cards)
+        assert "saved rule" in cards[-2] and "the agent was stopped" in cards[-1]
+        # `csrf_token`: the relay renders without a request; each page's script adds it.
+        assert set(failed) <= {"csrf_token"}, failed
