@@ -19,6 +19,7 @@ from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from approvals import changes, permissions, questions, quorum, selectors, why
+from approvals.calls import CALL_CONTEXT
 from approvals.invisible import (
     blank_marker,
     count_hidden,
@@ -139,13 +140,10 @@ def _context(request: PermissionRequest, *, can_decide: bool, decision: Any) -> 
     }
 
 
-CALL_CONTEXT_SHOWN = ("prompt", "agent_type", "agent_id", "effort")
-
-
 def _call_context(request: PermissionRequest) -> dict[str, Any]:
-    """What the card shows of the call's context (the prompt, the subagent, the effort)."""
+    """The call's context with every key a call may carry (the prompt, the subagent, the effort)."""
     context = request.call_context if isinstance(request.call_context, dict) else {}
-    return {key: context.get(key) for key in CALL_CONTEXT_SHOWN}
+    return {key: context.get(key) for key in CALL_CONTEXT}
 
 
 def _outcome(decision: Any) -> dict[str, Any]:

@@ -21,6 +21,9 @@ database engine from the models' own `_meta`, so they follow a migration unedite
 - `run_together`: statements that follow one another, sent in one round trip where the
   database allows (the chain's lock, the audit row, its search text and the request
   naming it).
+- `table` and `column`: the quoted names a statement written by hand takes from the
+  models (a role, the decision's fence, people's allows, the webhooks, the memberships of
+  cards, the browsers to tell that an ask is over).
 
 `tests/approvals/test_written.py` holds the reads and inserts to the ORM, field by field,
 on SQLite and PostgreSQL.
@@ -286,6 +289,17 @@ class WrittenInsert:
 
 
 Statement = tuple[str, Sequence[Any]]
+
+
+def table(model: type[Model]) -> str:
+    """A model's table, quoted for the connection's engine: for a statement written by hand."""
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def column(model: type[Model], name: str) -> str:
+    """One field's column, quoted for the connection's engine: for a statement written by hand."""
+    field: Any = model._meta.get_field(name)
+    return connection.ops.quote_name(str(field.column))
 
 
 def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:

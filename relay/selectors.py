@@ -11,7 +11,7 @@ from django.db import connection
 
 from approvals import services
 from approvals.models import Agent, Membership, PermissionRequest, PersonalToken
-from approvals.written import JoinedRead, run_together
+from approvals.written import JoinedRead, column, run_together, table
 
 
 def token_is_revoked(token: str) -> bool:
@@ -74,14 +74,10 @@ def requests_for_cards(
 def _roles_sql(vendor: str, requests: int) -> str:
     """The memberships of the requests' teams: written out once per process, engine and
     number of requests, from the models' names (approvals.written)."""
-    quote = connection.ops.quote_name
-    members, asked = Membership._meta, PermissionRequest._meta
-    member = {f.name: quote(str(f.column)) for f in members.concrete_fields}
-    team, user, role = member["team"], member["user"], member["role"]
-    request_team = quote(str(asked.get_field("team").column))
-    request_id = quote(str(asked.pk.column))
+    team, user, role = (column(Membership, name) for name in ("team", "user", "role"))
+    request_team, request_id = column(PermissionRequest, "team"), column(PermissionRequest, "id")
     placeholders = ", ".join(["%s"] * requests)
     return (
-        f"SELECT {team}, {user}, {role} FROM {quote(members.db_table)} WHERE {team} IN"  # noqa: S608
-        f" (SELECT {request_team} FROM {quote(asked.db_table)} WHERE {request_id} IN ({placeholders}))"
+        f"SELECT {team}, {user}, {role} FROM {table(Membership)} WHERE {team} IN"  # noqa: S608
+        f" (SELECT {request_team} FROM {table(PermissionRequest)} WHERE {request_id} IN ({placeholders}))"
     )

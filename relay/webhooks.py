@@ -28,7 +28,7 @@ from django.db import connection
 from approvals.extensions import PreDecisionWork
 from approvals.models import PermissionRequest, Team
 from approvals.services import MAX_ANSWER_MESSAGE_CHARS, Answer
-from approvals.written import ModelColumns
+from approvals.written import ModelColumns, column, table
 from relay.models import Webhook
 
 log = logging.getLogger(__name__)
@@ -145,12 +145,10 @@ _WEBHOOK = ModelColumns(Webhook, "w")
 def _enabled_sql(vendor: str) -> str:
     """The team's enabled webhooks of one or two events (the same event twice for one), by
     id: every name from the model's metadata, quoted; the values are parameters."""
-    quote, meta = connection.ops.quote_name, Webhook._meta
-    column = {f.name: f"w.{quote(str(f.column))}" for f in meta.concrete_fields}
+    team, enabled, event, pk = (f"w.{column(Webhook, name)}" for name in ("team", "enabled", "event", "id"))
     return (
-        f"SELECT {_WEBHOOK.columns} FROM {quote(meta.db_table)} w"  # noqa: S608
-        f" WHERE {column['team']} = %s AND {column['enabled']} = %s AND {column['event']} IN (%s, %s)"
-        f" ORDER BY {column['id']}"
+        f"SELECT {_WEBHOOK.columns} FROM {table(Webhook)} w"  # noqa: S608
+        f" WHERE {team} = %s AND {enabled} = %s AND {event} IN (%s, %s) ORDER BY {pk}"
     )
 
 

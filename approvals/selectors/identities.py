@@ -22,7 +22,7 @@ from approvals.models import (
     Team,
     TeamSettings,
 )
-from approvals.written import JoinedRead
+from approvals.written import JoinedRead, column, table
 
 _AGENT_BY_TOKEN = JoinedRead(Agent, relations=("team",), match=("token_hash",), also="t0.revoked_at IS NULL")
 # The digest is unique: the token's expiry is checked on the one row it names.
@@ -53,16 +53,10 @@ def membership_role(user_id: int, team_id: int) -> str | None:
 # A membership is unique per person and team: one row or none.
 @functools.cache
 def _role_sql(vendor: str) -> str:
-    meta: Any = Membership._meta
-    q = connection.ops.quote_name
-
-    def column(name: str) -> str:
-        return q(meta.get_field(name).column)
-
-    # Every name comes from the model's meta, quoted; the values are parameters.
+    # Every name comes from the model, quoted; the values are parameters.
     return (
-        f"SELECT {column('role')} FROM {q(meta.db_table)}"  # noqa: S608
-        f" WHERE {column('user')} = %s AND {column('team')} = %s"
+        f"SELECT {column(Membership, 'role')} FROM {table(Membership)}"  # noqa: S608
+        f" WHERE {column(Membership, 'user')} = %s AND {column(Membership, 'team')} = %s"
     )
 
 

@@ -23,7 +23,7 @@ from approvals.models import (
     RequestState,
     TeamSettings,
 )
-from approvals.written import JoinedRead, ModelColumns
+from approvals.written import JoinedRead, ModelColumns, column, table
 from policy import grants
 
 
@@ -328,16 +328,11 @@ def last_allowed_like(request: PermissionRequest) -> Decision | None:
 # The newest people's allows of an agent's tool, but one request's (decision_people_allows).
 @functools.cache
 def _allows_sql(vendor: str) -> str:
-    d, r = Decision._meta, PermissionRequest._meta
-    q = connection.ops.quote_name
-
-    def column(meta: Any, name: str) -> str:
-        return q(meta.get_field(name).column)
-
-    # Every name comes from the models' meta, quoted; the values are parameters.
+    d, r = Decision, PermissionRequest
+    # Every name comes from the models, quoted; the values are parameters.
     return (
-        f"SELECT d.{column(d, 'id')}, r.{column(r, 'tool_input')} FROM {q(d.db_table)} d"  # noqa: S608
-        f" JOIN {q(r.db_table)} r ON r.{column(r, 'id')} = d.{column(d, 'request')}"
+        f"SELECT d.{column(d, 'id')}, r.{column(r, 'tool_input')} FROM {table(d)} d"  # noqa: S608
+        f" JOIN {table(r)} r ON r.{column(r, 'id')} = d.{column(d, 'request')}"
         f" WHERE d.{column(d, 'agent')} = %s AND d.{column(d, 'tool_name')} = %s"
         f" AND d.{column(d, 'behavior')} = 'allow' AND d.{column(d, 'reason_type')} = 'user'"
         f" AND d.{column(d, 'request')} <> %s ORDER BY d.{column(d, 'created_at')} DESC LIMIT %s"

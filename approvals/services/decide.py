@@ -42,6 +42,7 @@ from approvals.services.outcomes import (
 )
 from approvals.services.rules import rule_create
 from approvals.services.votes import approvers_so_far, request_vote
+from approvals.written import column, table
 
 log = logging.getLogger(__name__)
 
@@ -276,17 +277,12 @@ def fence(request: PermissionRequest, new_state: str, *, before_deadline: bool =
 # On every decision's path: written once per process and engine rather than compiled per call.
 @functools.cache
 def _fence_sql(vendor: str, before_deadline: bool) -> str:
-    meta: Any = PermissionRequest._meta
-    q = connection.ops.quote_name
-
-    def column(name: str) -> str:
-        return q(meta.get_field(name).column)
-
-    # Every name comes from the model's meta, quoted; the values are parameters.
-    state, version, deadline = column("state"), column("version"), column("deadline_at")
+    # Every name comes from the model, quoted; the values are parameters.
+    state, version = column(PermissionRequest, "state"), column(PermissionRequest, "version")
+    decided, deadline = column(PermissionRequest, "decided_at"), column(PermissionRequest, "deadline_at")
     sql = (
-        f"UPDATE {q(meta.db_table)} SET {state} = %s, {version} = {version} + 1, {column('decided_at')} = %s"  # noqa: S608
-        f" WHERE {column('id')} = %s AND {state} = %s"
+        f"UPDATE {table(PermissionRequest)} SET {state} = %s, {version} = {version} + 1, {decided} = %s"  # noqa: S608
+        f" WHERE {column(PermissionRequest, 'id')} = %s AND {state} = %s"
     )
     return sql + f" AND ({deadline} IS NULL OR {deadline} > %s)" if before_deadline else sql
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import uuid
-from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import connection
@@ -12,7 +11,7 @@ from django.db.models import Q
 
 from approvals import permissions
 from approvals.models import AuditKind, Decision, Membership, Role
-from approvals.written import ModelColumns
+from approvals.written import ModelColumns, column, table
 from relay.models import NtfyTopic, PushActionToken, PushSubscription
 
 
@@ -59,17 +58,12 @@ _SUBSCRIPTION = ModelColumns(PushSubscription, "s")
 
 @functools.cache
 def _notified_sql(vendor: str) -> str:
-    quote = connection.ops.quote_name
-    subscription, token = PushSubscription._meta, PushActionToken._meta
-
-    def column(meta: Any, name: str) -> str:
-        return quote(str(meta.get_field(name).column))
-
-    # Every name comes from the models' metadata, quoted; the values are parameters.
+    subscription, token = PushSubscription, PushActionToken
+    # Every name comes from the models, quoted; the values are parameters.
     return (
-        f"SELECT {_SUBSCRIPTION.columns} FROM {quote(subscription.db_table)} s"  # noqa: S608
+        f"SELECT {_SUBSCRIPTION.columns} FROM {table(subscription)} s"  # noqa: S608
         f" WHERE s.{column(subscription, 'id')} IN (SELECT t.{column(token, 'subscription')}"
-        f" FROM {quote(token.db_table)} t WHERE t.{column(token, 'request')} = %s"
+        f" FROM {table(token)} t WHERE t.{column(token, 'request')} = %s"
         f" AND t.{column(token, 'subscription')} IS NOT NULL) ORDER BY s.{column(subscription, 'id')}"
     )
 
