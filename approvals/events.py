@@ -192,16 +192,15 @@ DOORBELLS = Doorbells()
 
 async def _send_all(layer: BaseChannelLayer, groups: list[str], event: dict[str, Any]) -> None:
     # The teams' and agents' groups are heard by each process's one subscription
-    # (approvals.teambus; this process's heard them as they were rung), the others by
-    # single sockets on the channel layer.
-    sends = [
-        teambus.publish_elsewhere(group, event) if teambus.on_bus(group) else layer.group_send(group, event)
-        for group in groups
-    ]
+    # (approvals.teambus; this process's heard them as they were rung), published together;
+    # the others by single sockets on the channel layer.
+    on_bus = [group for group in groups if teambus.on_bus(group)]
+    others = [group for group in groups if not teambus.on_bus(group)]
+    sends = [teambus.publish_elsewhere(on_bus, event), *(layer.group_send(group, event) for group in others)]
     outcomes = await asyncio.gather(*sends, return_exceptions=True)
-    for group, outcome in zip(groups, outcomes, strict=True):
+    for named, outcome in zip([", ".join(on_bus), *others], outcomes, strict=True):
         if isinstance(outcome, BaseException):
-            log.error("event %s to %s was not delivered", event.get("type"), group, exc_info=outcome)
+            log.error("event %s to %s was not delivered", event.get("type"), named, exc_info=outcome)
 
 
 def request_groups(request: PermissionRequest) -> list[str]:

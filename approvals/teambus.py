@@ -27,7 +27,7 @@ import json
 import logging
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import redis
@@ -71,13 +71,10 @@ def wire(event: dict[str, Any], origin: str = ORIGIN) -> str:
     return json.dumps({"origin": origin, "event": event})
 
 
-_publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, redis.asyncio.Redis] = weakref.WeakKeyDictionary()
-
-
 async def publish(group: str, event: dict[str, Any]) -> None:
     """Ring a bus group on every server process, from the server's event loop."""
     hear_here(group, event)
-    await publish_elsewhere(group, event)
+    await publish_elsewhere([group], event)
 
 
 def hear_here(group: str, event: dict[str, Any]) -> None:
@@ -85,15 +82,84 @@ def hear_here(group: str, event: dict[str, Any]) -> None:
     _LOCAL.deliver(group, event)
 
 
-async def publish_elsewhere(group: str, event: dict[str, Any]) -> None:
-    """Publish a doorbell to the other server processes: the second half of `publish`."""
-    if not settings.REDIS_URL:
+async def publish_elsewhere(groups: Sequence[str], event: dict[str, Any]) -> None:
+    """Publish one doorbell to bus groups of the other server processes: the second half of `publish`.
+
+    - Encoded once for all its groups; sent by this loop's `Publisher` with the others
+      rung meanwhile. Raises when Redis did not take it.
+    """
+    if not settings.REDIS_URL or not groups:
         return
     loop = asyncio.get_running_loop()
-    client = _publishers.get(loop)
-    if client is None:
-        client = _publishers[loop] = redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=PUBLISH_TIMEOUT)
-    await client.publish(channel(group), wire(event))
+    publisher = _publishers.get(loop)
+    if publisher is None:
+        publisher = _publishers[loop] = Publisher(settings.REDIS_URL)
+    message = wire(event)
+    await publisher.publish([(channel(group), message) for group in groups])
+
+
+# The name the publishers' connections carry in Redis (`CLIENT LIST`).
+PUBLISHER_NAME = "gatehouse-doorbells"
+
+
+class Publisher:
+    """One event loop's publishes, sent as pipelines on one connection: the doorbells rung
+    while one pipeline is in flight go together in the next, one round trip for them all.
+
+    Each PUBLISH on its own was a command, a reply to parse and, when several were rung
+    at once (a doorbell's two team groups, a busy tick), a connection each from the pool.
+    Redis runs a pipeline's commands in order, so doorbells keep the order they were rung
+    in. A pipeline that fails fails each of its publishers, who log it; the next one
+    tries afresh.
+    """
+
+    def __init__(self, url: str) -> None:
+        self._client = redis.asyncio.Redis.from_url(url, socket_timeout=PUBLISH_TIMEOUT, client_name=PUBLISHER_NAME)
+        self._waiting: list[tuple[list[tuple[str, str]], asyncio.Future[None]]] = []
+        self._sender: asyncio.Task[None] | None = None
+
+    async def publish(self, messages: list[tuple[str, str]]) -> None:
+        """Publish these (channel, message) pairs, in order; return once Redis has them."""
+        done = asyncio.get_running_loop().create_future()
+        self._waiting.append((messages, done))
+        if self._sender is None:
+            self._sender = asyncio.ensure_future(self._send())
+        await done
+
+    async def _send(self) -> None:
+        batch: list[tuple[list[tuple[str, str]], asyncio.Future[None]]] = []
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                try:
+                    async with self._client.pipeline(transaction=False) as pipe:
+                        for messages, _ in batch:
+                            for name, message in messages:
+                                pipe.publish(name, message)
+                        await pipe.execute()
+                except Exception as exc:
+                    _settle(batch, exc)
+                else:
+                    _settle(batch, None)
+        except BaseException as exc:  # cancelled with the loop: nobody waits forever
+            _settle([*batch, *self._waiting], exc)
+            self._waiting = []
+            raise
+        finally:
+            self._sender = None
+
+
+def _settle(batch: list[tuple[list[tuple[str, str]], asyncio.Future[None]]], error: BaseException | None) -> None:
+    for _, done in batch:
+        if done.done():  # its publisher was cancelled
+            continue
+        if error is None:
+            done.set_result(None)
+        else:
+            done.set_exception(error)
+
+
+_publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Publisher] = weakref.WeakKeyDictionary()
 
 
 def publish_now(group: str, event: dict[str, Any]) -> None:

@@ -111,7 +111,13 @@ class CardFanout:
 
     async def card(self, event: dict[str, Any]) -> PushedCard | None:
         """The card this event announces; the first caller reads it, the others wait for it."""
-        future = self.read(event)
+        # Every socket of the process asks for the same event's card: after the first, a
+        # lookup (the entry was made with the id checked), not a parse and a read's set-up.
+        entry = self._entries.get(_key(event)) if self._loop is asyncio.get_running_loop() else None
+        if entry is not None and time.monotonic() - entry[0] < RETAIN_SECONDS:
+            future: asyncio.Future[PushedCard | None] | None = entry[1]
+        else:
+            future = self.read(event)
         if future is None:
             return None
         if future.done():  # the other sockets of the process, once the first has it
@@ -124,7 +130,7 @@ class CardFanout:
         request_id = relay_selectors.parse_request_id(event.get("request_id"))
         if request_id is None or self._loop is not asyncio.get_running_loop():
             return False
-        return _key(event, request_id) in self._entries
+        return _key(event) in self._entries
 
     def read(self, event: dict[str, Any]) -> asyncio.Future[PushedCard | None] | None:
         """Start reading the card this event announces, unless it is read or being read.
@@ -135,7 +141,7 @@ class CardFanout:
         if request_id is None:
             return None
         self.read_together([event])
-        return self._entries[_key(event, request_id)][1]
+        return self._entries[_key(event)][1]
 
     def read_together(self, events: list[dict[str, Any]]) -> None:
         """Start reading the cards these events announce that are neither read nor being
@@ -148,7 +154,7 @@ class CardFanout:
         for event in events:
             request_id = relay_selectors.parse_request_id(event.get("request_id"))
             if request_id is not None:
-                key = _key(event, request_id)
+                key = _key(event)
                 if key not in self._entries:
                     wanted[key] = request_id
         if not wanted:
@@ -174,7 +180,8 @@ class CardFanout:
             return None
         read: concurrent.futures.Future[PushedCard | None] = concurrent.futures.Future()
         try:
-            loop.call_soon_threadsafe(self._expect, loop, _key({"type": "request.created"}, request_id), read)
+            key = _key({"type": "request.created", "request_id": str(request_id)})
+            loop.call_soon_threadsafe(self._expect, loop, key, read)
         except RuntimeError:  # the loop closed under us (the process is stopping)
             return None
 
@@ -235,8 +242,10 @@ def _settle(
             future.set_result(read.result()[wanted[key]])
 
 
-def _key(event: dict[str, Any], request_id: uuid.UUID) -> tuple[Any, ...]:
-    return (event.get("type"), request_id, event.get("decision_id"))
+def _key(event: dict[str, Any]) -> tuple[Any, ...]:
+    """An event's entry: the request id as the event spells it (an entry is made only for
+    an id that parses), so finding one takes no parse."""
+    return (event.get("type"), event.get("request_id"), event.get("decision_id"))
 
 
 CARDS = CardFanout()

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.urls import reverse
+from django.utils.functional import empty
 from django.utils.html import format_html
 
 from approvals import events, permissions, selectors
@@ -63,6 +64,17 @@ def card_within_limit(request_id: uuid.UUID | str, html: str) -> str:
         size=len(html.encode()) // 1024,
         url=reverse("request-detail", args=[request_id]),
     )
+
+
+def resolved_user(user: Any) -> Any:
+    """The person the auth middleware resolved, unwrapped from its lazy object.
+
+    The socket asks who its user is for every card it is handed (`PushedCard.html_for`:
+    four attributes); through the lazy wrapper each of them was a call of its own. The
+    wrapper resolves once and never again either, so the two answer alike.
+    """
+    wrapped = getattr(user, "_wrapped", empty)
+    return user if wrapped is empty else wrapped
 
 
 def card_frame(card: fanout.PushedCard, user: Any, frame_type: str, **extra: str | None) -> str | None:
@@ -168,7 +180,7 @@ class DashboardConsumer(GatehouseConsumer):
         self.shown: set[str] = set()  # ids of the cards this socket shows as pending
         self.finished_sent: set[str] = set()
         self.recheck: asyncio.Task[None] | None = None
-        self.user = self.scope.get("user")
+        self.user = resolved_user(self.scope.get("user"))
         await self.accept()
         if self.user is None or not self.user.is_authenticated:
             self.closing = True

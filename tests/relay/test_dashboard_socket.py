@@ -6,10 +6,13 @@ import asyncio
 from typing import Any
 
 import pytest
+from channels.auth import UserLazyObject
+from django.contrib.auth.models import AnonymousUser
 from websockets.exceptions import InvalidStatus
 
 from approvals import services
 from relay import race
+from relay.consumers.dashboard import resolved_user
 from tests.live import LiveServer
 from tests.relay.wsclient import (
     agent_connect,
@@ -183,3 +186,17 @@ class LostDoorbellTests:
 
         ended = asyncio.run(scenario())
         assert 'data-state="pending"' not in ended["html"]
+
+
+class ResolvedUserTests:
+    def test_the_socket_holds_the_person_the_middleware_resolved_not_its_wrapper(self, alice: Any) -> None:
+        resolved = UserLazyObject()
+        resolved._wrapped = alice  # as channels' AuthMiddleware resolves the scope's user
+        anonymous = UserLazyObject()
+        anonymous._wrapped = AnonymousUser()
+        unresolved = UserLazyObject()
+
+        assert type(resolved_user(resolved)) is type(alice) and resolved_user(resolved).pk == alice.pk
+        assert type(resolved_user(anonymous)) is AnonymousUser
+        assert resolved_user(unresolved) is unresolved  # nothing to unwrap: left as it is
+        assert resolved_user(alice) is alice and resolved_user(None) is None

@@ -222,6 +222,45 @@ class LostSubscriptionTests:
         assert decision["decision"]["behavior"] == "allow"
 
 
+class CardLookupTests:
+    def test_the_sockets_after_the_first_share_its_card_until_it_is_old_then_read_afresh(
+        self, alice: Any, bob: Any, ci_bot: Any
+    ) -> None:
+        """A membership change reaches the sockets that handle the event once its card is old."""
+        pending = services.request_submit(agent=ci_bot.agent, call={**ask_call(), "tool_use_id": "toolu_age"}).request
+        event = {"type": "request.created", "request_id": str(pending.pk)}
+        cards = fanout.CardFanout()
+
+        async def scenario() -> tuple[Any, list[Any], Any, Any]:
+            first = await asyncio.wait_for(cards.card(event), 10)
+            others = [await asyncio.wait_for(cards.card(event), 10) for _ in range(19)]
+            await in_thread(lambda: Membership.objects.filter(user=bob).update(role="approver"))
+            still = await asyncio.wait_for(cards.card(event), 10)
+            # The entry made when the first socket asked, aged past what a card is kept for.
+            [key] = [key for key in cards._entries if key[1] == str(pending.pk)]
+            started, future = cards._entries[key]
+            cards._entries[key] = (started - fanout.RETAIN_SECONDS, future)
+            afresh = await asyncio.wait_for(cards.card(event), 10)
+            return first, others, still, afresh
+
+        first, others, still, afresh = asyncio.run(scenario())
+        assert first is not None and all(card is first for card in others) and still is first
+        assert DECIDE_FORM not in (first.html_for(bob) or "")  # a viewer when the card was read
+        assert afresh is not first and DECIDE_FORM in (afresh.html_for(bob) or "")
+
+    def test_an_event_without_a_request_id_that_parses_has_no_card(self, ci_bot: Any) -> None:
+        cards = fanout.CardFanout()
+
+        async def scenario() -> list[Any]:
+            return [
+                await cards.card({"type": "request.created", "request_id": spelling})
+                for spelling in ("not-a-uuid", "", None, 7, "00000000-0000-0000-0000-00000000000g")
+                for _ in range(2)  # the second ask finds no entry the first could have made
+            ]
+
+        assert asyncio.run(scenario()) == [None] * 10
+
+
 class EncodedOnceTests:
     """Every socket of a variant sends the same frame, encoded by the first of them."""
 

@@ -239,6 +239,74 @@ class OwnDoorbellTests:
         assert asyncio.run(scenario()) == ("team.1", {"type": "test.marker"})
 
 
+async def next_published(pubsub: Any) -> tuple[str, Any]:
+    """The next message on a raw subscription (channel, the doorbell's event), within WAIT."""
+    deadline = asyncio.get_running_loop().time() + WAIT
+    while asyncio.get_running_loop().time() < deadline:
+        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=WAIT)
+        if message is not None:  # None: a subscribe confirmation, ignored
+            return message["channel"].decode(), json.loads(message["data"])["event"]
+    raise AssertionError("no doorbell published")
+
+
+def publisher_connections(url: str) -> int:
+    """The connections this process's publishers hold open in Redis."""
+    return sum(1 for client in redis.Redis.from_url(url).client_list() if client["name"] == teambus.PUBLISHER_NAME)
+
+
+class PublisherTests:
+    def test_doorbells_rung_while_one_is_in_flight_follow_it_on_its_connection_in_order(self, redis_url: Any) -> None:
+        """One connection and one pipeline at a time: what is rung meanwhile goes in the next."""
+
+        async def scenario() -> tuple[list[tuple[str, Any]], int]:
+            elsewhere = redis.asyncio.Redis.from_url(redis_url.url).pubsub()
+            await elsewhere.subscribe(teambus.channel("team.1"), teambus.channel("team.all"))
+            control = redis.asyncio.Redis.from_url(redis_url.url)
+            await control.execute_command("CLIENT", "PAUSE", "10000", "WRITE")  # the first publish stays in flight
+            first = asyncio.ensure_future(teambus.publish_elsewhere(["team.1", "team.all"], {"n": 0}))
+            deadline = asyncio.get_running_loop().time() + WAIT
+            while not await asyncio.to_thread(publisher_connections, redis_url.url):
+                assert asyncio.get_running_loop().time() < deadline, "the first publish never reached Redis"
+            rest = [teambus.publish_elsewhere(["team.1", "team.all"], {"n": n}) for n in range(1, 11)]
+            pending = asyncio.gather(*rest)
+            await asyncio.sleep(0)  # every one of them has queued its publish
+            await control.execute_command("CLIENT", "UNPAUSE")
+            await asyncio.wait_for(asyncio.gather(first, pending), WAIT)
+            opened = await asyncio.to_thread(publisher_connections, redis_url.url)
+            heard = [(name, event["n"]) for name, event in [await next_published(elsewhere) for _ in range(22)]]
+            await elsewhere.aclose()  # type: ignore[attr-defined]
+            await control.aclose()  # type: ignore[attr-defined]
+            return heard, opened
+
+        heard, opened = asyncio.run(scenario())
+        assert opened == 1, f"{opened} connections for 11 doorbells rung at once"
+        rung = [(teambus.channel(group), n) for n in range(11) for group in ("team.1", "team.all")]
+        assert heard == rung
+
+    def test_a_publish_redis_does_not_take_fails_every_doorbell_waiting_and_the_next_tries_again(
+        self, redis_url: Any
+    ) -> None:
+        async def scenario() -> tuple[list[BaseException | None], tuple[str, int]]:
+            await asyncio.to_thread(redis_url.stop)
+            outcomes = await asyncio.wait_for(
+                asyncio.gather(
+                    *(teambus.publish_elsewhere(["team.1"], {"n": n}) for n in range(3)), return_exceptions=True
+                ),
+                WAIT,
+            )
+            await asyncio.to_thread(redis_url.start)
+            elsewhere = redis.asyncio.Redis.from_url(redis_url.url).pubsub()
+            await elsewhere.subscribe(teambus.channel("team.1"))
+            await teambus.publish_elsewhere(["team.1"], {"n": 3})
+            name, event = await next_published(elsewhere)
+            await elsewhere.aclose()  # type: ignore[attr-defined]
+            return outcomes, (name, event["n"])
+
+        outcomes, after = asyncio.run(scenario())
+        assert all(isinstance(outcome, redis.ConnectionError) for outcome in outcomes), outcomes
+        assert after == (teambus.channel("team.1"), 3)
+
+
 class FromAThreadTests:
     def test_doorbells_rung_without_a_loop_share_one_connection(self, redis_url: Any) -> None:
         """A management command or the sweeper rings from plain threads: no socket per doorbell."""
