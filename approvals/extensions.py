@@ -74,9 +74,12 @@ class PreDecisionProvider(Protocol):
     - Returns None when it has nothing to add to this call, else its `PreDecisionWork`,
       which may run on a worker thread in parallel with the other providers' and must
       not touch the database (a request holds one pooled connection, never two).
+    - `rules_version`: the team's rules version as this call read it. It changes in the
+      commit of any change to the team's rules or webhooks (`RulesVersion`), so what a
+      provider read of those may be kept until it does.
     """
 
-    def __call__(self, call: dict[str, Any], *, team_id: int) -> PreDecisionWork | None: ...
+    def __call__(self, call: dict[str, Any], *, team_id: int, rules_version: str) -> PreDecisionWork | None: ...
 
 
 @dataclass

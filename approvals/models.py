@@ -473,13 +473,15 @@ class AutopilotSetting(models.Model):
 
 
 class RulesVersion(models.Model):
-    """A token that changes in the same commit as any change to a team's rules.
+    """A token that changes in the same commit as any change to a team's rules or webhooks.
 
-    Every server process caches its compiled rules per team and reads this one row per
-    call to know whether they are still current (`rule_cache.compiled_rules_for`). A
+    Every server process caches its compiled rules per team, and the relay the team's
+    webhooks a call must ask, and reads this one row per call to know whether they are
+    still current (`rule_cache.compiled_rules_for`, the pre-decision providers). A
     database trigger sets it on every insert, update and delete of a rule (migration
-    0004), so no write path — services, the admin, a shell, a cascade — can forget it. It
-    is random rather than a counter, so a rolled-back change never reuses a value.
+    0004) and of a webhook (the relay's migration 0004), so no write path — services, the
+    admin, a shell, a cascade — can forget it. It is random rather than a counter, so a
+    rolled-back change never reuses a value.
     `team_id` is no foreign key: the trigger may write it while the team is deleted.
     """
 

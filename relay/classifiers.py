@@ -118,7 +118,7 @@ def llm_classifier() -> LLMClassifier | None:
     return LLMClassifier(api_key=settings.ANTHROPIC_API_KEY, base_url=settings.ANTHROPIC_BASE_URL)
 
 
-def classifier_verdict(call: dict[str, Any], *, team_id: int) -> PreDecisionWork | None:
+def classifier_verdict(call: dict[str, Any], *, team_id: int, rules_version: str) -> PreDecisionWork | None:
     """The `PreDecisionProvider` for `auto` mode: deterministic first, then the LLM."""
     if call.get("mode") != "auto":
         return None

@@ -257,20 +257,40 @@ def _unknown_hooks() -> dict[str, Any]:
     }
 
 
-def pre_decision(call: dict[str, Any], *, team_id: int) -> PreDecisionWork | None:
-    """The `PreDecisionProvider`: which hooks apply is read here, on the request's thread;
-    the returned work only calls them (in parallel with the classifier)."""
+# team id -> the rules version its webhooks were read at, and its enabled webhooks of
+# both events then. Every call reads the version first (with what else a submit reads);
+# a change to a webhook sets a new one in its own commit (relay migration 0004), so a
+# webhook added, changed or disabled reaches the very next call in every process.
+_team_hooks: dict[int, tuple[str, list[Webhook]]] = {}
+_TEAMS_KEPT = 1024
+
+
+def _enabled_at(team_id: int, rules_version: str) -> list[Webhook]:
+    """The team's enabled PreToolUse and PermissionRequest webhooks, by id, read once per rules version."""
+    kept = _team_hooks.get(team_id)
+    if kept is not None and kept[0] == rules_version:
+        return kept[1]
+    hooks = _enabled(team_id, Webhook.Event.PRE_TOOL_USE, Webhook.Event.PERMISSION_REQUEST)
+    if len(_team_hooks) >= _TEAMS_KEPT:
+        _team_hooks.clear()  # many teams: start over, never grow
+    _team_hooks[team_id] = (rules_version, hooks)
+    return hooks
+
+
+def pre_decision(call: dict[str, Any], *, team_id: int, rules_version: str) -> PreDecisionWork | None:
+    """The `PreDecisionProvider`: which hooks apply is known here, on the request's thread
+    (read once per rules version); the returned work only calls them (in parallel with the
+    classifier)."""
     headless = call.get("context") == "headless"
-    events = [Webhook.Event.PRE_TOOL_USE] + ([Webhook.Event.PERMISSION_REQUEST] if headless else [])
     try:
-        hooks = _enabled(team_id, *events)
+        hooks = _enabled_at(team_id, rules_version)
     except Exception:
         log.exception("PreToolUse webhooks could not be run")
         return _unknown_hooks
-    if not hooks:
-        return None
     pre_tool_use = [hook for hook in hooks if hook.event == Webhook.Event.PRE_TOOL_USE]
-    permission_request = [hook for hook in hooks if hook.event == Webhook.Event.PERMISSION_REQUEST]
+    permission_request = [hook for hook in hooks if hook.event == Webhook.Event.PERMISSION_REQUEST] if headless else []
+    if not pre_tool_use and not permission_request:
+        return None
 
     def work() -> dict[str, Any]:
         try:

@@ -249,6 +249,7 @@ DB_ENGINE_SUITES = (
     "tests/relay/test_multiprocess.py",
     "tests/relay/test_quorum_race.py",
     "tests/relay/test_race.py",
+    "tests/relay/test_webhooks_cache.py",
     "tests/reliability/",
 )
 

@@ -50,6 +50,7 @@ def _engine_input(
     denial_state: dict[str, Any] | None,
     team_settings: TeamSettings,
     *,
+    rules_version: str,
     providers: bool = True,
 ) -> dict[str, Any]:
     doc = engine_input(
@@ -66,11 +67,11 @@ def _engine_input(
     if agent.pinned_roots:
         doc["pinned_roots"] = list(agent.pinned_roots)
     if providers:
-        doc.update(_run_pre_decision(doc, agent.team_id))
+        doc.update(_run_pre_decision(doc, agent.team_id, rules_version))
     return doc
 
 
-def _run_pre_decision(doc: dict[str, Any], team_id: int) -> dict[str, Any]:
+def _run_pre_decision(doc: dict[str, Any], team_id: int, rules_version: str) -> dict[str, Any]:
     """SPEC §4 step 3: PreToolUse webhooks and the classifier run in parallel.
 
     Each provider is called here, on the request's own thread, where it reads what it
@@ -81,7 +82,7 @@ def _run_pre_decision(doc: dict[str, Any], team_id: int) -> dict[str, Any]:
     work: list[tuple[Any, PreDecisionWork]] = []
     for provider in registry.pre_decision:
         try:
-            job = provider(dict(doc), team_id=team_id)
+            job = provider(dict(doc), team_id=team_id, rules_version=rules_version)
         except Exception:
             # Like a Claude Code hook that crashes: no decision from it. The engine's
             # deny and ask rules still apply, so nothing is allowed that would not be.
@@ -141,7 +142,9 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
     pause = selectors.pause_for(agent) if context.paused else None
     team_settings = context.team_settings
     # A paused agent's call asks no webhook and no classifier: the switch answers it.
-    doc = _engine_input(agent, call, saved_denials, team_settings, providers=pause is None)
+    doc = _engine_input(
+        agent, call, saved_denials, team_settings, rules_version=context.rules_version, providers=pause is None
+    )
     compiled, timeouts = compiled_rules_for(agent, doc["session_id"], doc["cwd"], version=context.rules_version)
     verdict = policy.decide(doc, rules=compiled)
     if pause is not None:
