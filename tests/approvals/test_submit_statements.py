@@ -50,12 +50,14 @@ class SubmitStatementTests:
         _, queries = _submit(ci_bot.agent, "toolu_2")
         assert not [q for q in queries if 'from "approvals_rule"' in q.lower()]
         assert not [q for q in queries if "savepoint" in q.lower()]
+        # Nor the team's webhooks: they are kept per rules version too (relay.webhooks).
+        assert not [q for q in queries if "relay_webhook" in q.lower()]
         # One read for the replay check, denial state, stop switch, rules version and the
-        # team's approval settings (selectors.submit_context); the webhooks; then the audit
-        # row (its hash computed from the chain's head), its search text
-        # (approvals.audit_search) and the request, inserted naming its outcome row, which
-        # PostgreSQL gets as one message with the chain's advisory lock.
-        expected = 3 if connection.vendor == "postgresql" else 5
+        # team's approval settings (selectors.submit_context); then the audit row (its hash
+        # computed from the chain's head), its search text (approvals.audit_search) and the
+        # request, inserted naming its outcome row, which PostgreSQL gets as one message
+        # with the chain's advisory lock.
+        expected = 2 if connection.vendor == "postgresql" else 4
         assert len([q for q in queries if q not in ("BEGIN", "BEGIN IMMEDIATE", "COMMIT")]) == expected, queries
         (context,) = [q for q in queries if "approvals_teamsettings" in q]
         for table in ("approvals_permissionrequest", "approvals_sessiondenials", "approvals_pause", "rulesversion"):
