@@ -254,13 +254,14 @@ class BenchEnv:
 
     @contextmanager
     def server(self, kind: str = "daphne", **env: str) -> Iterator[Server]:
-        server = self.start_server(kind, **env)
+        server = self.start_server(kind, checkout=ROOT, **env)
         try:
             yield server
         finally:
             self.stop_server(server)
 
-    def start_server(self, kind: str = "daphne", **env: str) -> Server:
+    def start_server(self, kind: str = "daphne", *, checkout: Path = ROOT, **env: str) -> Server:
+        """A server of `checkout` (this one by default; `bench.ab` starts another's beside it)."""
         port = free_port()
         log_path = self.work_dir / f"{kind}-{port}.log"
         app = "gatehouse.asgi:application"
@@ -283,7 +284,7 @@ class BenchEnv:
             raise ValueError(f"unknown server {kind!r}")
         with open(log_path, "wb") as log_file:
             process = subprocess.Popen(
-                cmd, cwd=ROOT, env=self.child_env(**env), stdout=log_file, stderr=subprocess.STDOUT
+                cmd, cwd=checkout, env=self.child_env(**env), stdout=log_file, stderr=subprocess.STDOUT
             )
         server = Server(kind, port, process, log_path)
         self._servers.append(server)

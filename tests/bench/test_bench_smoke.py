@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import fig_engine, fig_push, report, soak
+from bench import ab, fig_engine, fig_push, report, soak
 from bench.stats import Figure, Row, percentile, summary_ms
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,6 +110,42 @@ class HarnessTests:
         broken.pop(8, None) if "PostgreSQL is not reachable" in numbers[8]["why"] else None
         assert not broken, broken
         assert all(fig["rows"] for fig in numbers.values() if fig["status"] == "measured")
+
+    def test_the_paired_comparison_runs_against_a_checkout(self, tmp_path: Path, redis_url: str) -> None:
+        out = tmp_path / "ab.json"
+        sizes = ["--rounds", "2", "--calls", "5", "--dashboards", "1"]
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.ab", str(ROOT), *sizes, "--json", str(out)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "| server CPU per submit, ms |" in proc.stdout
+        rounds = json.loads(out.read_text())["rounds"]
+        assert all(len(rounds[side]["submit_cpu_ms"]) == 2 for side in ("this", "other"))
+
+
+class PairedTests:
+    def test_it_takes_the_median_of_the_rounds_differences_not_the_difference_of_medians(self) -> None:
+        # The medians say +3; the rounds' pairs say -1, +3 and -1.
+        result = ab.paired([5.0, 9.0, 9.0], [6.0, 6.0, 10.0])
+        assert result == {"this": 9.0, "other": 6.0, "difference": -1.0}
+
+    def test_it_refuses_series_that_are_not_paired(self) -> None:
+        with pytest.raises(ValueError, match="one value per round"):
+            ab.paired([1.0, 2.0], [1.0])
+        with pytest.raises(ValueError, match="at least one round"):
+            ab.paired([], [])
+
+    def test_it_compares_each_server_against_its_own_no_op(self) -> None:
+        turns = {
+            "this": ab.Turns(submit_cpu_ms=[6.0, 8.0], noop_cpu_ms=[2.0, 2.0], submit_p50_ms=[7.0, 9.0]),
+            "other": ab.Turns(submit_cpu_ms=[9.0, 9.0], noop_cpu_ms=[3.0, 2.0], submit_p50_ms=[9.0, 9.0]),
+        }
+        ratio = ab.summary(turns)["submit CPU / no-op CPU"]
+        assert ratio["this"] == 3.5 and ratio["other"] == 3.75 and ratio["difference"] == pytest.approx(-0.25)
 
 
 class ReportOnlyTests:
