@@ -3,17 +3,19 @@
 The machines this runs on change speed by a third from one minute to the next, so two
 runs of figure 2 (`python -m bench --only 2`), one per checkout, cannot tell a change of
 10% in a call's CPU. Here a server of each checkout runs at once, on one database and
-Redis, each with the team's dashboards open, and they take turns: N auto-decided submits
-and N authenticated no-ops to one, then the same to the other (which goes first
-alternates by round), each server's CPU read from /proc around its own turns. The two
-measurements of a round are seconds apart, so their difference survives the machine's
-swings; the median of the rounds' differences is the answer.
+Redis, each with the team's dashboards open, and they take turns: a round gives each
+server N auto-decided submits and N authenticated no-ops at one connection, in slices,
+the servers alternating slice by slice (which goes first alternates by round), each
+server's CPU read from /proc around its own slices. What the machine's speed does within
+a round falls on both servers alike, so the rounds' differences survive its swings; the
+median of those differences is the answer.
 
 - `OTHER`: a checkout of another revision (`git worktree add /tmp/base <rev>`), run with
   this checkout's Python; it must work on this checkout's database schema (this
   checkout's migrations are applied).
-- Each server's dashboards hear the other's doorbells too (one team, one Redis), as two
-  processes of one deployment do; each server's CPU is counted during its own turns only.
+- Each server rings its doorbells under a Redis prefix of its own, so its dashboards
+  get the cards of its own calls only; a slice of submits ends when they all have them,
+  as in figure 2, so a call's CPU includes its cards.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import statistics
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench import fig_http
 from bench.env import ROOT, BenchEnv, Server
@@ -67,39 +70,94 @@ def summary(turns: dict[str, Turns]) -> dict[str, dict[str, float]]:
     }
 
 
-def _turn(server: Server, requests: dict[str, object], calls: int, into: Turns) -> None:
-    for kind, check, cpu in (
-        ("submit", fig_http._check_submit, into.submit_cpu_ms),
-        ("health", fig_http._check_health, into.noop_cpu_ms),
-    ):
-        before = fig_http.cpu_seconds([server.process.pid])
-        result = asyncio.run(run_load([server.port], 1, calls, requests[kind], check))  # type: ignore[arg-type]
-        cpu.append(1000 * (fig_http.cpu_seconds([server.process.pid]) - before) / calls)
+@dataclass
+class Side:
+    """One server under comparison, its dashboards' counter and the submits it has answered."""
+
+    server: Server
+    seen: dict[str, int]
+    dashboards: int
+    submitted: int = 0
+
+    def load(self, request: Any, check: Any, calls: int, *, submits: bool) -> tuple[float, list[float]]:
+        """`calls` requests at one connection: the server's CPU seconds they cost, and their latencies.
+
+        - `submits`: auto-decided calls, whose cards the server then hands to its dashboards;
+          the CPU is read once they all have them, as figure 2 does.
+        """
+        before = fig_http.cpu_seconds([self.server.process.pid])
+        result = asyncio.run(run_load([self.server.port], 1, calls, request, check))
         if result.errors:
-            raise RuntimeError(f"{kind} to the {server.kind} server failed: {result.errors[0]}")
-        if kind == "submit":
-            into.submit_p50_ms.append(1000 * statistics.median(result.samples))
+            raise RuntimeError(f"a call to the {self.server.kind} server failed: {result.errors[0]}")
+        if submits:
+            self.submitted += calls
+            if self.dashboards:
+                fig_http._cards_arrived(self.seen, self.dashboards * self.submitted)
+        return fig_http.cpu_seconds([self.server.process.pid]) - before, result.samples
 
 
-def measure(env: BenchEnv, other: Path, rounds: int, calls: int, dashboards: int) -> dict[str, Turns]:
-    servers = {"this": env.start_server("daphne"), "other": env.start_server("daphne", checkout=other)}
+def _round(sides: dict[str, Side], requests: dict[str, Any], calls: int, slices: int, first: str) -> dict[str, Any]:
+    """One round: each server takes `calls` submits and `calls` no-ops, in `slices` turns each,
+    the servers alternating turn by turn (`first` first), so a swing of the machine's
+    speed within the round falls on both alike."""
+    cpu = {side: {"submit": 0.0, "health": 0.0} for side in SIDES}
+    latencies: dict[str, list[float]] = {side: [] for side in SIDES}
+    order = (first, *(side for side in SIDES if side != first))
+    size = max(calls // slices, 1)
+    for _ in range(slices):
+        for side in order:
+            spent, samples = sides[side].load(requests["submit"], fig_http._check_submit, size, submits=True)
+            cpu[side]["submit"] += spent
+            latencies[side] += samples
+            spent, _ = sides[side].load(requests["health"], fig_http._check_health, size, submits=False)
+            cpu[side]["health"] += spent
+    done = size * slices
+    return {
+        side: (
+            1000 * cpu[side]["submit"] / done,
+            1000 * cpu[side]["health"] / done,
+            1000 * statistics.median(latencies[side]),
+        )
+        for side in SIDES
+    }
+
+
+def measure(env: BenchEnv, other: Path, rounds: int, calls: int, dashboards: int, slices: int) -> dict[str, Turns]:
+    # Each server rings its own doorbells (a Redis prefix of its own): its dashboards get
+    # the cards of its own calls only, and all of that work is counted to it.
+    servers = {
+        "this": env.start_server("daphne"),
+        "other": env.start_server("daphne", checkout=other, GATEHOUSE_REDIS_PREFIX=f"{env.redis_prefix}-other"),
+    }
     turns = {side: Turns() for side in SIDES}
     sessions = env.fixtures["sessions"][:dashboards]
     requests = fig_http._requests(env.fixtures["agent_token"])
     with contextlib.ExitStack() as open_dashboards:
-        for server in servers.values():
-            if sessions:
+        sides = {
+            name: Side(
+                server,
                 open_dashboards.enter_context(fig_http.dashboards_open(server.ws_url, server.url, sessions))
-        for server in servers.values():  # warm: connections, caches, the first cards
-            _turn(server, requests, max(calls // 4, 1), Turns())
+                if sessions
+                else {},
+                len(sessions),
+            )
+            for name, server in servers.items()
+        }
+        _round(sides, requests, max(calls // 4, slices), slices, "this")  # warm: connections, caches, cards
         for n in range(rounds):
-            for side in SIDES if n % 2 == 0 else reversed(SIDES):
-                _turn(servers[side], requests, calls, turns[side])
+            measured = _round(sides, requests, calls, slices, SIDES[n % 2])
+            for side, (submit, noop, p50) in measured.items():
+                turns[side].submit_cpu_ms.append(submit)
+                turns[side].noop_cpu_ms.append(noop)
+                turns[side].submit_p50_ms.append(p50)
             print(
                 f"round {n + 1}/{rounds}: CPU per submit this {turns['this'].submit_cpu_ms[-1]:.2f} ms,"
                 f" other {turns['other'].submit_cpu_ms[-1]:.2f} ms",
                 file=sys.stderr,
             )
+        missing = {name: side.seen.get("missing", 0) for name, side in sides.items()}
+        if any(missing.values()):
+            raise RuntimeError(f"dashboard cards still missing 30 s after a slice: {missing}")
     return turns
 
 
@@ -109,6 +167,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--calls", type=int, default=400, help="submits (and no-ops) per server per round")
     parser.add_argument("--dashboards", type=int, default=20, help="dashboards open on each server")
+    parser.add_argument("--slices", type=int, default=8, help="turns per server per round")
     parser.add_argument("--json", type=Path, help="write every round's measurements here")
     args = parser.parse_args()
     other = args.other.resolve()
@@ -119,7 +178,7 @@ def main() -> int:
     env = BenchEnv(quick=True)
     try:
         env.start()
-        turns = measure(env, other, args.rounds, args.calls, args.dashboards)
+        turns = measure(env, other, args.rounds, args.calls, args.dashboards, args.slices)
     finally:
         env.stop()
     result = summary(turns)
