@@ -112,8 +112,11 @@ class CardFanout:
     async def card(self, event: dict[str, Any]) -> PushedCard | None:
         """The card this event announces; the first caller reads it, the others wait for it."""
         # Every socket of the process asks for the same event's card: after the first, a
-        # lookup (the entry was made with the id checked), not a parse and a read's set-up.
-        entry = self._entries.get(_key(event)) if self._loop is asyncio.get_running_loop() else None
+        # lookup, not a read's set-up (and the id is parsed once per spelling, `_key`).
+        key = _key(event)
+        if key is None:
+            return None
+        entry = self._entries.get(key) if self._loop is asyncio.get_running_loop() else None
         if entry is not None and time.monotonic() - entry[0] < RETAIN_SECONDS:
             future: asyncio.Future[PushedCard | None] | None = entry[1]
         else:
@@ -127,21 +130,21 @@ class CardFanout:
 
     def reading(self, event: dict[str, Any]) -> bool:
         """Whether this event's card is read, or being read, in this process."""
-        request_id = relay_selectors.parse_request_id(event.get("request_id"))
-        if request_id is None or self._loop is not asyncio.get_running_loop():
+        key = _key(event)
+        if key is None or self._loop is not asyncio.get_running_loop():
             return False
-        return _key(event) in self._entries
+        return key in self._entries
 
     def read(self, event: dict[str, Any]) -> asyncio.Future[PushedCard | None] | None:
         """Start reading the card this event announces, unless it is read or being read.
 
         - Call on the event loop. None when the event names no request.
         """
-        request_id = relay_selectors.parse_request_id(event.get("request_id"))
-        if request_id is None:
+        key = _key(event)
+        if key is None:
             return None
         self.read_together([event])
-        return self._entries[_key(event)][1]
+        return self._entries[key][1]
 
     def read_together(self, events: list[dict[str, Any]]) -> None:
         """Start reading the cards these events announce that are neither read nor being
@@ -152,11 +155,9 @@ class CardFanout:
         self._forget_old(now)
         wanted: dict[tuple[Any, ...], uuid.UUID] = {}
         for event in events:
-            request_id = relay_selectors.parse_request_id(event.get("request_id"))
-            if request_id is not None:
-                key = _key(event)
-                if key not in self._entries:
-                    wanted[key] = request_id
+            key = _key(event)
+            if key is not None and key not in self._entries:
+                wanted[key] = key[1]
         if not wanted:
             return
         read = asyncio.ensure_future(database_sync_to_async(load_cards, thread_sensitive=False)(set(wanted.values())))
@@ -180,7 +181,7 @@ class CardFanout:
             return None
         read: concurrent.futures.Future[PushedCard | None] = concurrent.futures.Future()
         try:
-            key = _key({"type": "request.created", "request_id": str(request_id)})
+            key = ("request.created", request_id, None)
             loop.call_soon_threadsafe(self._expect, loop, key, read)
         except RuntimeError:  # the loop closed under us (the process is stopping)
             return None
@@ -242,10 +243,31 @@ def _settle(
             future.set_result(read.result()[wanted[key]])
 
 
-def _key(event: dict[str, Any]) -> tuple[Any, ...]:
-    """An event's entry: the request id as the event spells it (an entry is made only for
-    an id that parses), so finding one takes no parse."""
-    return (event.get("type"), event.get("request_id"), event.get("decision_id"))
+def _key(event: dict[str, Any]) -> tuple[Any, uuid.UUID, Any] | None:
+    """An event's entry: its type, request id and decision id; None when the event names
+    no request (or is not what a doorbell can be: a type that is not text, a decision id
+    that is not a number).
+
+    - Parsed ids are kept per spelling (`_ids`): every socket of the process asks for
+      the same event's card, and only the first parses its id.
+    """
+    kind, request_id, decision_id = event.get("type"), event.get("request_id"), event.get("decision_id")
+    if not isinstance(kind, str) or not isinstance(request_id, str):
+        return None
+    if not (decision_id is None or isinstance(decision_id, int)):
+        return None
+    parsed = _ids.get(request_id)
+    if parsed is None:
+        parsed = relay_selectors.parse_request_id(request_id)
+        if parsed is None:
+            return None
+        if len(_ids) >= MAX_ENTRIES:
+            _ids.clear()
+        _ids[request_id] = parsed
+    return (kind, parsed, decision_id)
+
+
+_ids: dict[str, uuid.UUID] = {}
 
 
 CARDS = CardFanout()

@@ -12,8 +12,13 @@ SQLite drops a table's triggers when Django remakes the table (most column chang
 a migration that alters this table must create them again. The tests would say so.
 """
 
+from importlib import import_module
+
 from django.db import migrations
 
+RULES = import_module("approvals.migrations.0004_rules_version")
+
+# The rules' own trigger function: it sets the version of the row's team (OLD's and NEW's).
 POSTGRESQL_CREATE = """
 CREATE TRIGGER relay_webhook_changed
     AFTER INSERT OR UPDATE OR DELETE ON relay_webhook
@@ -21,17 +26,13 @@ CREATE TRIGGER relay_webhook_changed
 """
 POSTGRESQL_DROP = "DROP TRIGGER IF EXISTS relay_webhook_changed ON relay_webhook;"
 
-SQLITE_BUMP = """
-INSERT INTO approvals_rulesversion (team_id, version) VALUES ({row}.team_id, lower(hex(randomblob(16))))
-ON CONFLICT (team_id) DO UPDATE SET version = excluded.version;
-"""
 SQLITE_CREATE = [
     f"CREATE TRIGGER IF NOT EXISTS relay_webhook_inserted AFTER INSERT ON relay_webhook "
-    f"BEGIN {SQLITE_BUMP.format(row='NEW')} END;",
+    f"BEGIN {RULES.SQLITE_BUMP.format(row='NEW')} END;",
     f"CREATE TRIGGER IF NOT EXISTS relay_webhook_updated AFTER UPDATE ON relay_webhook "
-    f"BEGIN {SQLITE_BUMP.format(row='OLD')} {SQLITE_BUMP.format(row='NEW')} END;",
+    f"BEGIN {RULES.SQLITE_BUMP.format(row='OLD')} {RULES.SQLITE_BUMP.format(row='NEW')} END;",
     f"CREATE TRIGGER IF NOT EXISTS relay_webhook_deleted AFTER DELETE ON relay_webhook "
-    f"BEGIN {SQLITE_BUMP.format(row='OLD')} END;",
+    f"BEGIN {RULES.SQLITE_BUMP.format(row='OLD')} END;",
 ]
 SQLITE_DROP = [
     "DROP TRIGGER IF EXISTS relay_webhook_inserted;",
@@ -40,24 +41,21 @@ SQLITE_DROP = [
 ]
 
 
-def forwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        schema_editor.execute(POSTGRESQL_CREATE, params=None)
-    elif vendor == "sqlite":
-        for statement in SQLITE_CREATE:
-            schema_editor.execute(statement)
+def run(statements):
+    """An operation running each engine's statements (none on another engine)."""
 
+    def operation(apps, schema_editor):
+        for statement in statements.get(schema_editor.connection.vendor, []):
+            schema_editor.execute(statement, params=None)
 
-def backwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        schema_editor.execute(POSTGRESQL_DROP, params=None)
-    elif vendor == "sqlite":
-        for statement in SQLITE_DROP:
-            schema_editor.execute(statement)
+    return operation
 
 
 class Migration(migrations.Migration):
     dependencies = [("relay", "0003_push"), ("approvals", "0004_rules_version")]
-    operations = [migrations.RunPython(forwards, backwards)]
+    operations = [
+        migrations.RunPython(
+            run({"postgresql": [POSTGRESQL_CREATE], "sqlite": SQLITE_CREATE}),
+            run({"postgresql": [POSTGRESQL_DROP], "sqlite": SQLITE_DROP}),
+        )
+    ]

@@ -237,7 +237,7 @@ class CardLookupTests:
             await in_thread(lambda: Membership.objects.filter(user=bob).update(role="approver"))
             still = await asyncio.wait_for(cards.card(event), 10)
             # The entry made when the first socket asked, aged past what a card is kept for.
-            [key] = [key for key in cards._entries if key[1] == str(pending.pk)]
+            [key] = [key for key in cards._entries if key[1] == pending.pk]
             started, future = cards._entries[key]
             cards._entries[key] = (started - fanout.RETAIN_SECONDS, future)
             afresh = await asyncio.wait_for(cards.card(event), 10)
@@ -248,17 +248,31 @@ class CardLookupTests:
         assert DECIDE_FORM not in (first.html_for(bob) or "")  # a viewer when the card was read
         assert afresh is not first and DECIDE_FORM in (afresh.html_for(bob) or "")
 
-    def test_an_event_without_a_request_id_that_parses_has_no_card(self, ci_bot: Any) -> None:
+    def test_an_event_that_names_no_request_has_no_card_and_breaks_nothing(self, ci_bot: Any) -> None:
+        """Whatever a doorbell from Redis holds: no card, no exception (an unhashable id raised one)."""
+        pending = services.request_submit(agent=ci_bot.agent, call={**ask_call(), "tool_use_id": "toolu_odd"}).request
+        good: dict[str, Any] = {"type": "request.created", "request_id": str(pending.pk)}
+        spellings: list[Any] = ["not-a-uuid", "", None, 7, "0" * 31 + "g", ["a"], {}]
+        odd: list[dict[str, Any]] = [
+            *({**good, "request_id": spelling} for spelling in spellings),
+            {**good, "type": ["request.created"]},
+            {**good, "type": None},
+            {**good, "decision_id": ["1"]},
+            {**good, "decision_id": {"id": 1}},
+            {key: value for key, value in good.items() if key != "request_id"},
+        ]
         cards = fanout.CardFanout()
 
-        async def scenario() -> list[Any]:
-            return [
-                await cards.card({"type": "request.created", "request_id": spelling})
-                for spelling in ("not-a-uuid", "", None, 7, "00000000-0000-0000-0000-00000000000g")
-                for _ in range(2)  # the second ask finds no entry the first could have made
-            ]
+        async def scenario() -> tuple[list[Any], Any]:
+            # Twice each: the second ask finds no entry the first could have made.
+            answers = [await cards.card(event) for event in odd for _ in range(2)]
+            cards.read_together(odd)
+            assert not any(cards.reading(event) for event in odd)
+            return answers, await asyncio.wait_for(cards.card(good), 10)
 
-        assert asyncio.run(scenario()) == [None] * 10
+        answers, card = asyncio.run(scenario())
+        assert answers == [None] * (2 * len(odd))
+        assert card is not None and card.id == str(pending.pk)  # the read of them all went on
 
 
 class EncodedOnceTests:
