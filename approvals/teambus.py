@@ -281,6 +281,10 @@ class RedisSubscription:
                 origin, event = doorbell["origin"], doorbell["event"]
                 if not isinstance(event, dict):
                     raise TypeError("the event is not an object")
+                if not isinstance(event.get("type"), str):
+                    # Every handler goes by it (a set lookup, a method's name): a list there
+                    # raised in the hand-over and cost the subscription and its sockets.
+                    raise TypeError("the event's type is not text")
             except (ValueError, TypeError, KeyError):
                 log.warning("ignored a doorbell on %s that is not a JSON origin and event", channel)
                 return

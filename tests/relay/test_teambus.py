@@ -15,6 +15,7 @@ from django.test import override_settings
 
 from approvals import events, teambus
 from approvals.models import PermissionRequest
+from relay import fanout
 from tests.relay.redis_server import private_redis
 from tests.teamlisten import team_listener
 
@@ -219,8 +220,32 @@ class OwnDoorbellTests:
 
     @pytest.mark.parametrize(
         "data",
-        [b"not json", b"[1, 2]", b'{"event": {}}', b'{"origin": "x"}', b'{"origin": "x", "event": [1]}', b"null"],
-        ids=["not-json", "list", "no-origin", "no-event", "event-not-object", "null"],
+        [
+            b"not json",
+            b"[1, 2]",
+            b'{"event": {}}',
+            b'{"origin": "x"}',
+            b'{"origin": "x", "event": [1]}',
+            b"null",
+            b'{"origin": "x", "event": {}}',
+            b'{"origin": "x", "event": {"type": ["request.created"], "request_id": "a"}}',
+            b'{"origin": "x", "event": {"type": {"request": "created"}}}',
+            b'{"origin": "x", "event": {"type": 7}}',
+            b'{"origin": "x", "event": {"type": null, "at_submit": true}}',
+        ],
+        ids=[
+            "not-json",
+            "list",
+            "no-origin",
+            "no-event",
+            "event-not-object",
+            "null",
+            "no-type",
+            "type-a-list",
+            "type-an-object",
+            "type-a-number",
+            "type-null-gathered",
+        ],
     )
     def test_a_malformed_doorbell_is_dropped_and_the_next_one_heard(self, redis_url: Any, data: bytes) -> None:
         async def scenario() -> tuple[str, dict[str, Any]]:
@@ -237,6 +262,27 @@ class OwnDoorbellTests:
             return got
 
         assert asyncio.run(scenario()) == ("team.1", {"type": "test.marker"})
+
+    def test_a_doorbell_whose_type_is_not_text_costs_the_dashboards_nothing(self, redis_url: Any) -> None:
+        """End to end through the process's groups: it was handed over, raised there, and the
+        subscription counted itself lost, closing every socket of the process."""
+
+        async def scenario() -> list[dict[str, Any]]:
+            groups = fanout.LocalGroups()
+            inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+            await groups.join("team.1", inbox, cards=True)
+            client = redis.asyncio.Redis.from_url(redis_url.url)
+            odd = {"origin": "another-process", "event": {"type": ["request.created"], "request_id": "a"}}
+            await client.publish(teambus.channel("team.1"), json.dumps(odd))
+            await client.aclose()  # type: ignore[attr-defined]  # redis 5+ has it; the stubs predate it
+            await ring_from_another_process(redis_url.url, "team.1", {"type": "test.marker"})
+            got = [await asyncio.wait_for(inbox.get(), WAIT)]
+            await groups.leave("team.1", inbox)
+            while not inbox.empty():
+                got.append(inbox.get_nowait())
+            return got
+
+        assert asyncio.run(scenario()) == [{"type": "test.marker"}]
 
 
 async def next_published(pubsub: Any) -> tuple[str, Any]:
