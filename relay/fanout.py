@@ -181,7 +181,7 @@ class CardFanout:
             return None
         read: concurrent.futures.Future[PushedCard | None] = concurrent.futures.Future()
         try:
-            key = ("request.created", request_id, None)
+            key = _entry_key("request.created", request_id, None)
             loop.call_soon_threadsafe(self._expect, loop, key, read)
         except RuntimeError:  # the loop closed under us (the process is stopping)
             return None
@@ -243,7 +243,7 @@ def _settle(
             future.set_result(read.result()[wanted[key]])
 
 
-def _key(event: dict[str, Any]) -> tuple[Any, uuid.UUID, Any] | None:
+def _key(event: dict[str, Any]) -> tuple[str, uuid.UUID, int | None] | None:
     """An event's entry: its type, request id and decision id; None when the event names
     no request (or is not what a doorbell can be: a type that is not text, a decision id
     that is not a number).
@@ -264,7 +264,12 @@ def _key(event: dict[str, Any]) -> tuple[Any, uuid.UUID, Any] | None:
         if len(_ids) >= MAX_ENTRIES:
             _ids.clear()
         _ids[request_id] = parsed
-    return (kind, parsed, decision_id)
+    return _entry_key(kind, parsed, decision_id)
+
+
+def _entry_key(kind: str, request_id: uuid.UUID, decision_id: int | None) -> tuple[str, uuid.UUID, int | None]:
+    """The one shape of an entry's key: an event's (`_key`) and an ask read where it was committed."""
+    return (kind, request_id, decision_id)
 
 
 _ids: dict[str, uuid.UUID] = {}
