@@ -59,6 +59,15 @@ LONG_INDENT = 16
 # This many blank lines in a row or more collapse into one marker line.
 BLANK_LINES = 3
 SPACE_RUN = re.compile(r"[ \t]+")
+# Printable ASCII, tabs and newlines: `is_hidden` is false for each of these characters
+# (tests/approvals/test_invisible_plain.py checks all 128), so a text made of them alone,
+# most of what an agent sends, needs no look at each character.
+PLAIN = re.compile(r"[\t\n\x20-\x7e]*")
+
+
+def plain(text: str) -> bool:
+    """Whether `text` holds no hidden character because it is printable ASCII only."""
+    return PLAIN.fullmatch(text) is not None
 
 
 def is_hidden(char: str) -> bool:
@@ -89,17 +98,21 @@ def marker(char: str) -> SafeString:
 
 def count_hidden(text: str) -> int:
     """How many hidden characters `text` holds (the card's warning counts them)."""
+    if plain(text):
+        return 0
     return sum(1 for char in text if is_hidden(char))
 
 
 def spelled_out(text: str) -> str:
     """`text` as plain text (for an attribute) with each hidden character spelled ⟨NAME⟩."""
+    if plain(text):
+        return text
     return "".join(f"⟨{label(char)}⟩" if is_hidden(char) else char for char in text)
 
 
 def reveal(text: str) -> SafeString:
     """`text` escaped, each hidden character replaced by its visible marker."""
-    if not any(is_hidden(char) for char in text):
+    if plain(text) or not any(is_hidden(char) for char in text):
         return escape(text)
     parts = [marker(char) if is_hidden(char) else escape(char) for char in text]
     return mark_safe("".join(parts))  # noqa: S308 - every part is escaped or a constant marker
@@ -124,6 +137,10 @@ def pieces(text: str, *, line_start: bool = False) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
 
     def visible(part: str) -> None:
+        if plain(part):
+            if part:
+                found.append(("text", part))
+            return
         start = 0
         for index, char in enumerate(part):
             if is_hidden(char):
