@@ -21,6 +21,8 @@ database engine from the models' own `_meta`, so they follow a migration unedite
 - `run_together`: statements that follow one another, sent in one round trip where the
   database allows (the chain's lock, the audit row, its search text and the request
   naming it).
+- `message_transaction`: a transaction that is that one message, with no BEGIN and COMMIT
+  of its own on PostgreSQL (a call decided at submit, an ask's insert).
 - `table` and `column`: the quoted names a statement written by hand takes from the
   models (a role, the decision's fence, people's allows, the webhooks, the memberships of
   cards, the browsers to tell that an ask is over).
@@ -31,13 +33,15 @@ on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, NotSupportedError, connection, connections
+from django.db import DEFAULT_DB_ALIAS, NotSupportedError, connection, connections, transaction
 from django.db.models import Field, ForeignKey, Model
 from django.db.models.sql import Query
+from django.db.transaction import TransactionManagementError
 
 M = TypeVar("M", bound=Model)
 
@@ -332,6 +336,44 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]
                 cursor.execute(sql, params)
                 results.append(cursor.fetchall() if cursor.description is not None else [])
     return results
+
+
+@contextlib.contextmanager
+def message_transaction(*, alone: bool = True) -> Iterator[None]:
+    """A transaction whose writes are one `run_together` message: all or none, committed when it returns.
+
+    - PostgreSQL, outside any transaction: nothing is opened. The server runs a message of
+      several statements, sent with autocommit on, as one implicit transaction: each
+      statement sees the ones before it, the first that fails rolls all of them back, and
+      the whole commits when the last one ends (deferred constraints checked then). One
+      round trip where BEGIN, the message and COMMIT took three, and a lock the message
+      takes (the audit chain's) is let go as it ends, not a round trip later. The block
+      may therefore run one statement only, that message: a second one raises
+      `TransactionManagementError` before it is sent, as it would not be in the
+      transaction. `transaction.on_commit` callbacks registered after the message run at
+      once: it has committed.
+    - Otherwise (SQLite, which runs statements one by one, or a block inside a transaction
+      already open), or when the caller has other writes to make with it (`alone=False`):
+      `transaction.atomic()`.
+    """
+    if not (alone and _one_message() and not connection.in_atomic_block and connection.get_autocommit()):
+        with transaction.atomic():
+            yield
+        return
+    sent = False
+
+    def only_one(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        nonlocal sent
+        if sent:
+            raise TransactionManagementError(
+                "a message transaction sends one message; this statement would run outside it: "
+                f"{sql[:80]!r} (use alone=False)"
+            )
+        sent = True
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(only_one):
+        yield
 
 
 def _one_message() -> bool:

@@ -16,12 +16,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, connections, transaction
+from django.db import DatabaseError, IntegrityError, connections
 from django.utils import timezone
 
 import policy
 import policy.learning
-from approvals import events, quorum, selectors, why
+from approvals import events, quorum, selectors, why, written
 from approvals.audit import append_decision, input_hash
 from approvals.engine_input import engine_input
 from approvals.extensions import PreDecisionWork, registry
@@ -343,8 +343,12 @@ def _store_submission(
     saved_denials: dict[str, Any] | None,
 ) -> SubmitResult:
     now = timezone.now()
-    with transaction.atomic():
-        if request.session_id and verdict.denial_state != (saved_denials or {}):
+    save_denials = bool(request.session_id) and verdict.denial_state != (saved_denials or {})
+    # The request, or the call's audit row and the request naming it, are one message
+    # (approvals.written): on PostgreSQL that message is the whole transaction, unless the
+    # session's denial state is written with it.
+    with written.message_transaction(alone=not save_denials):
+        if save_denials:
             _save_denial_state(agent, request.session_id, verdict.denial_state)
         if verdict.behavior == "ask":
             _REQUEST_INSERT.insert(request)

@@ -10,6 +10,7 @@ each to the ORM's answer, field by field and type by type, on SQLite and Postgre
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import uuid
 from datetime import timedelta
@@ -370,3 +371,114 @@ class ModelColumnsTests:
         assert [fields_of(hook) for hook in both] == [fields_of(hook) for hook in orm]
         assert [hook.pk for hook in _enabled(team.pk, Webhook.Event.PRE_TOOL_USE)] == [made[0].pk]
         assert _enabled(team.pk + 1000, Webhook.Event.PRE_TOOL_USE) == []
+
+
+@pytest.fixture
+def other_connection() -> Any:
+    """A second connection to the test database: what another process would see."""
+    from django.db import DEFAULT_DB_ALIAS, connections
+
+    other = connections.create_connection(DEFAULT_DB_ALIAS)
+    yield other
+    other.close()
+
+
+def _rows_named(other: Any, marker: str) -> int:
+    with other.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM approvals_permissionrequest WHERE session_id = %s", [marker])
+        return int(cursor.fetchone()[0])
+
+
+def _message(agent: Any, marker: str, *then: Any) -> list[Any]:
+    """An ask's insert under an advisory lock, then `then`: one `run_together` message."""
+    from approvals.written import WrittenInsert
+
+    request = PermissionRequest(
+        agent=agent, team=agent.team, tool_use_id=f"toolu_{uuid.uuid4().hex}", tool_name="Bash", session_id=marker
+    )
+    request.tool_input = {"command": "ls"}
+    lock = [("SELECT pg_advisory_xact_lock(%s)", [4242])] if connection.vendor == "postgresql" else []
+    return [*lock, WrittenInsert(PermissionRequest).statement(request), *then]
+
+
+# Transactional: the test's own transaction would be the transaction these open or join.
+@pytest.mark.django_db(transaction=True)
+class MessageTransactionTests:
+    """`message_transaction`: on PostgreSQL the one message is the whole transaction."""
+
+    def test_the_message_commits_as_it_ends_with_no_begin_or_commit_of_its_own(
+        self, ci_bot: Any, other_connection: Any
+    ) -> None:
+        from approvals.written import message_transaction, run_together
+
+        ran: list[str] = []
+        with CaptureQueriesContext(connection) as captured, message_transaction():
+            run_together(_message(ci_bot.agent, "m-commit"))
+            # Before the block ends, another connection sees the row, and the lock is free.
+            seen = _rows_named(other_connection, "m-commit")
+            if connection.vendor == "postgresql":
+                with other_connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_try_advisory_lock(%s), pg_advisory_unlock(%s)", [4242, 4242])
+                    assert cursor.fetchone() == (True, True)
+            from django.db import transaction
+
+            transaction.on_commit(lambda: ran.append("now"))
+            assert ran == (["now"] if connection.vendor == "postgresql" else [])
+        sent = [q["sql"] for q in captured.captured_queries]
+        if connection.vendor == "postgresql":
+            assert seen == 1 and len(sent) == 1 and not [q for q in sent if q in ("BEGIN", "COMMIT")], sent
+        else:  # SQLite runs statements one by one: an atomic block of its own
+            assert seen == 0 and sent[0].startswith("BEGIN") and sent[-1] == "COMMIT", sent
+        assert ran == ["now"] and _rows_named(other_connection, "m-commit") == 1
+
+    def test_a_statement_that_fails_rolls_the_whole_message_back(self, ci_bot: Any, other_connection: Any) -> None:
+        from django.db import DatabaseError
+
+        from approvals.written import message_transaction, run_together
+
+        failing = ("SELECT * FROM gatehouse_no_such_table", [])
+        with pytest.raises(DatabaseError), message_transaction():
+            run_together(_message(ci_bot.agent, "m-fail", failing))
+        assert _rows_named(other_connection, "m-fail") == 0
+        with message_transaction():  # the connection is usable, and free of any transaction
+            run_together(_message(ci_bot.agent, "m-after"))
+        assert _rows_named(other_connection, "m-after") == 1
+        assert connection.get_autocommit() and not connection.in_atomic_block
+
+    def test_a_second_statement_is_refused_before_it_is_sent(self, ci_bot: Any, other_connection: Any) -> None:
+        from django.db.transaction import TransactionManagementError
+
+        from approvals.written import message_transaction, run_together
+
+        if connection.vendor != "postgresql":
+            with message_transaction():  # SQLite: an atomic block, where a second statement belongs
+                run_together(_message(ci_bot.agent, "m-two-a"))
+                run_together(_message(ci_bot.agent, "m-two-b"))
+            assert _rows_named(other_connection, "m-two-a") == _rows_named(other_connection, "m-two-b") == 1
+            return
+        with pytest.raises(TransactionManagementError, match="one message"), message_transaction():
+            run_together(_message(ci_bot.agent, "m-two-a"))
+            run_together(_message(ci_bot.agent, "m-two-b"))
+        assert _rows_named(other_connection, "m-two-a") == 1  # the first had committed
+        assert _rows_named(other_connection, "m-two-b") == 0
+
+    @pytest.mark.parametrize("where", ["inside a transaction", "with other writes (alone=False)"])
+    def test_it_is_an_atomic_block_inside_a_transaction_or_with_other_writes(
+        self, ci_bot: Any, other_connection: Any, where: str
+    ) -> None:
+        from django.db import transaction
+
+        from approvals.written import message_transaction, run_together
+
+        class Undo(Exception):
+            pass
+
+        with pytest.raises(Undo):
+            with transaction.atomic() if where == "inside a transaction" else contextlib.nullcontext():
+                with message_transaction(alone=where == "inside a transaction"):
+                    run_together(_message(ci_bot.agent, "m-atomic-a"))
+                    run_together(_message(ci_bot.agent, "m-atomic-b"))
+                    assert _rows_named(other_connection, "m-atomic-a") == 0  # not committed yet
+                raise Undo
+        rows = _rows_named(other_connection, "m-atomic-a") + _rows_named(other_connection, "m-atomic-b")
+        assert rows == (0 if where == "inside a transaction" else 2)
