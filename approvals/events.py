@@ -214,7 +214,7 @@ def request_groups(request: PermissionRequest) -> list[str]:
 
 
 def announce_created(request: PermissionRequest) -> None:
-    """Call inside the transaction that stored the pending request."""
+    """Call inside the transaction that stored the pending request, or once it has committed."""
 
     def fire() -> None:
         # This process's dashboards take the card read here, before the other announcers
@@ -235,7 +235,7 @@ def announce_created(request: PermissionRequest) -> None:
 
 
 def announce_finished(request: PermissionRequest, decision: Decision, *, at_submit: bool = False) -> None:
-    """Call inside the transaction that wrote the decision's audit row.
+    """Call inside the transaction that wrote the decision's audit row, or once it has committed.
 
     - `at_submit`: decided in the transaction that created it. Then only the teams'
       dashboards are rung: the submitter has the answer in hand, and nobody else can be

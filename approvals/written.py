@@ -350,8 +350,9 @@ def message_transaction(*, alone: bool = True) -> Iterator[None]:
       takes (the audit chain's) is let go as it ends, not a round trip later. The block
       may therefore run one statement only, that message: a second one raises
       `TransactionManagementError` before it is sent, as it would not be in the
-      transaction. `transaction.on_commit` callbacks registered after the message run at
-      once: it has committed.
+      transaction. Announce what was written after the block, not in it: outside a
+      transaction `transaction.on_commit` runs its callback at once, and a statement the
+      callback runs (an ask's card read) would be that second one.
     - Otherwise (SQLite, which runs statements one by one, or a block inside a transaction
       already open), or when the caller has other writes to make with it (`alone=False`):
       `transaction.atomic()`.

@@ -245,6 +245,8 @@ DB_ENGINE_SUITES = (
     "tests/approvals/test_written.py",
     "tests/approvals/test_waiting.py",
     "tests/relay/test_claims.py",
+    # An ask's card read by the thread that committed it, after the one-message transaction.
+    "tests/relay/test_gathered.py::CardReadWhereCommittedTests",
     "tests/relay/test_deadlines.py",
     "tests/relay/test_multiprocess.py",
     "tests/relay/test_quorum_race.py",

@@ -347,27 +347,33 @@ def _store_submission(
     # The request, or the call's audit row and the request naming it, are one message
     # (approvals.written): on PostgreSQL that message is the whole transaction, unless the
     # session's denial state is written with it.
+    decision = None
     with written.message_transaction(alone=not save_denials):
         if save_denials:
             _save_denial_state(agent, request.session_id, verdict.denial_state)
         if verdict.behavior == "ask":
             _REQUEST_INSERT.insert(request)
-            events.announce_created(request)
-            return SubmitResult(request, None, created=True)
-        request.state = RequestState.DECIDED
-        request.decided_at = now
-        request.version = 1
-        decision = append_decision(
-            request,
-            behavior=verdict.behavior,
-            message=verdict.message,
-            updated_input=verdict.updated_input,
-            reason=verdict.reason,
-            decided_by=_engine_decider(verdict.reason),
-            surface="engine",
-            latency_ms=engine_ms,
-            new_request=True,
-        )
+        else:
+            request.state = RequestState.DECIDED
+            request.decided_at = now
+            request.version = 1
+            decision = append_decision(
+                request,
+                behavior=verdict.behavior,
+                message=verdict.message,
+                updated_input=verdict.updated_input,
+                reason=verdict.reason,
+                decided_by=_engine_decider(verdict.reason),
+                surface="engine",
+                latency_ms=engine_ms,
+                new_request=True,
+            )
+    # Announced once the block has committed (or, inside a caller's transaction, as that
+    # commits): the announcement reads (an ask's card), and a message transaction allows
+    # its one message only.
+    if decision is None:
+        events.announce_created(request)
+    else:
         events.announce_finished(request, decision, at_submit=True)
     return SubmitResult(request, decision, created=True)
 
