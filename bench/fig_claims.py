@@ -21,10 +21,10 @@ from bench.stats import Figure, Row, ratio, summary_ms
 
 TITLE = "Claim race: 5 racers per request"
 BOTTLENECK = (
-    "the winner's database path, not the claim: fence "
-    "UPDATE, then one message (the chain's advisory lock, the audit row with its hash computed "
-    "from the chain's head, its search text, the request naming it), then the commit (3 round "
-    "trips since 2026-12-05, 7 before; the floor is SET NX + one commit on an open "
+    "the winner's database path, not the claim: psycopg's BEGIN (a round trip of its own), the "
+    "fence UPDATE, then one message (the chain's advisory lock, the audit row with its hash computed "
+    "from the chain's head, its search text, the request naming it), then the commit (4 round "
+    "trips since 2026-12-05, 8 before; the floor is SET NX + one commit on an open "
     "connection); losers poll the claim store from "
     "1 ms until the holder lets go and read the row once. On a loaded machine each round trip "
     "costs several milliseconds"

@@ -20,9 +20,11 @@ BOTTLENECK = (
     "dashboards hear within ~3 ms of each other; since 2026-12-05's ninth pass an ask's card is "
     "read by the thread that committed it (in one round trip, plus what changed since the last "
     "allowed call like it) and rendered once for approvers and viewers. What remains is the "
-    "submit's own reads and commit, that read and render, the 20 sockets' frames, and the "
+    "submit's own reads and its one message (the ask's whole transaction since 2026-12-06's "
+    "twelfth pass), that read and render, the 20 sockets' frames, and the "
     "threads the commit sets off (Web Push, the race) and the client, all on 2 cores. A "
-    "decision's path is the token, the request, the role, the fence, one message and the commit "
+    "decision's path is the token, the request, the role, psycopg's BEGIN, the fence, one message "
+    "and the commit "
     "(the token, role and fence written out since 2026-12-06's tenth pass), then its doorbell, "
     "which the process's own agent socket hears as the loop rings it, before any publish"
 )
