@@ -436,7 +436,7 @@ class MessageTransactionTests:
 
         from approvals.written import message_transaction, run_together
 
-        failing = ("SELECT * FROM gatehouse_no_such_table", [])
+        failing: tuple[str, list[Any]] = ("SELECT * FROM gatehouse_no_such_table", [])
         with pytest.raises(DatabaseError), message_transaction():
             run_together(_message(ci_bot.agent, "m-fail", failing))
         assert _rows_named(other_connection, "m-fail") == 0
