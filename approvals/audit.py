@@ -244,7 +244,8 @@ def append_decision(
     kind: str = AuditKind.DECISION,
     new_request: bool = False,
 ) -> Decision:
-    """Write the audit row at the head of the hash chain. Call inside `transaction.atomic()`.
+    """Write the audit row at the head of the hash chain. Call inside `transaction.atomic()`,
+    or inside `written.message_transaction()` when the row is the transaction's only write.
 
     - `kind`: a `decision` row is the request's outcome and becomes `request.decision`;
       a vote or a ladder step is a row on the way to it.
@@ -288,10 +289,10 @@ def append_decision(
     # What the hash covers (the request too, its agent's name read here) and the row's
     # search text are gathered before the chain's lock. The lock is held to commit, and
     # every append waits for it, so what happens under it is one round trip and the
-    # commit: the lock, then the row, its hash computed by the database from the head it
-    # reads (`chain_hash`; a statement's snapshot is taken when it starts, so it sees
-    # every append committed before the lock was granted), its search text and the
-    # request naming it.
+    # commit (in a message transaction the message's own end commits it): the lock, then
+    # the row, its hash computed by the database from the head it reads (`chain_hash`; a
+    # statement's snapshot is taken when it starts, so it sees every append committed
+    # before the lock was granted), its search text and the request naming it.
     payload = canonical_json(chained_fields(decision))
     text = search_text(request.tool_name, request.tool_input, message=decision.message, rule=decision.rule)
     try:

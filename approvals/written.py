@@ -357,7 +357,8 @@ def message_transaction(*, alone: bool = True) -> Iterator[None]:
       already open), or when the caller has other writes to make with it (`alone=False`):
       `transaction.atomic()`.
     """
-    if not (alone and _one_message() and not connection.in_atomic_block and connection.get_autocommit()):
+    # Inside an atomic block autocommit is off: the block joins that transaction.
+    if not (alone and _one_message() and connection.get_autocommit()):
         with transaction.atomic():
             yield
         return
