@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -243,6 +243,7 @@ def append_decision(
     latency_ms: float | None = None,
     kind: str = AuditKind.DECISION,
     new_request: bool = False,
+    first: Sequence[Statement] = (),
 ) -> Decision:
     """Write the audit row at the head of the hash chain. Call inside `transaction.atomic()`,
     or inside `written.message_transaction()` when the row is the transaction's only write.
@@ -253,6 +254,8 @@ def append_decision(
       inserted with its audit row, naming it, rather than inserted first and updated to
       name it: one statement and one round trip fewer. The foreign keys between the two
       are checked at commit.
+    - `first`: statements sent ahead of the chain's lock in the same message (a person's
+      decision's fence, which raises there when it moved nothing, so nothing is written).
     """
     # First, as `save` would: the request's `created_at`, which the row's hash covers.
     request_insert = _NEW_REQUEST_INSERT.statement(request) if new_request else None
@@ -298,7 +301,7 @@ def append_decision(
     try:
         _DECISION_INSERT.insert(
             decision,
-            before=_chain_lock(),
+            before=[*first, *_chain_lock()],
             then=_chain_links(text, request, kind, request_insert),
             computed=[GENESIS_HASH, GENESIS_HASH, payload],
         )

@@ -339,8 +339,11 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]
 
 
 @contextlib.contextmanager
-def message_transaction(*, alone: bool = True) -> Iterator[None]:
+def message_transaction(*, alone: bool = True) -> Iterator[bool]:
     """A transaction whose writes are one `run_together` message: all or none, committed when it returns.
+
+    Yields whether the block is that one message (True) or an atomic block (False), so a
+    caller can put a check it would otherwise run first into the message itself.
 
     - PostgreSQL, outside any transaction: nothing is opened. The server runs a message of
       several statements, sent with autocommit on, as one implicit transaction: each
@@ -360,7 +363,7 @@ def message_transaction(*, alone: bool = True) -> Iterator[None]:
     # Inside an atomic block autocommit is off: the block joins that transaction.
     if not (alone and _one_message() and connection.get_autocommit()):
         with transaction.atomic():
-            yield
+            yield False
         return
     sent = False
 
@@ -375,7 +378,7 @@ def message_transaction(*, alone: bool = True) -> Iterator[None]:
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(only_one):
-        yield
+        yield True
 
 
 def _one_message() -> bool:

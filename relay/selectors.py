@@ -11,7 +11,8 @@ from django.db import connection
 
 from approvals import services
 from approvals.models import Agent, Membership, PermissionRequest, PersonalToken
-from approvals.written import JoinedRead, column, run_together, table
+from approvals.selectors.requests import REQUEST_WITH_DECISION
+from approvals.written import column, run_together, table
 
 
 def token_is_revoked(token: str) -> bool:
@@ -42,7 +43,7 @@ def agent_request_with_decision(agent_id: int, request_id: uuid.UUID) -> Permiss
     return PermissionRequest.objects.select_related("decision").filter(pk=request_id, agent_id=agent_id).first()
 
 
-_CARD = JoinedRead(PermissionRequest, relations=("agent", "team", "decision"), match=("id",))
+_CARD = REQUEST_WITH_DECISION
 
 
 def requests_for_cards(

@@ -112,6 +112,18 @@ def request_get(request_id: Any) -> PermissionRequest | None:
 _REQUEST = JoinedRead(PermissionRequest, relations=("agent", "team"), match=("id",))
 
 
+def request_with_decision(request_id: uuid.UUID | str) -> PermissionRequest | None:
+    """The request with its agent, team and (once decided) decision, in one statement; None if
+    there is none. The decision is `joined_decision(request)`."""
+    return REQUEST_WITH_DECISION.first(request_id)
+
+
+# `select_related("agent", "team", "decision")` by id, written out once per process: what a
+# claim's loser reads of the winner's outcome, and what the dashboards' cards read
+# (relay.selectors, many ids at once).
+REQUEST_WITH_DECISION = JoinedRead(PermissionRequest, relations=("agent", "team", "decision"), match=("id",))
+
+
 def request_matching(*, agent: Agent, session_id: str, tool_name: str, input_hash: str) -> PermissionRequest | None:
     """The newest request of the same session, tool and input (PermissionRequest matching)."""
     return (

@@ -48,19 +48,30 @@ def autopilot_configure(*, team: Team, enabled: bool, **limits: int | None) -> A
     return setting
 
 
-def autopilot_demote(request: PermissionRequest) -> dict[str, Any]:
-    """A person denied this call: delete every autopilot rule that would allow it.
+def autopilot_to_demote(request: PermissionRequest) -> list[Rule]:
+    """The autopilot rules that would allow this call, which a person's deny of it demotes.
 
-    Runs inside the deny's transaction, so no later call meets the rule once the deny
-    has committed. Returns what to add to the deny's audit reason.
+    - Read before the deny's transaction; `autopilot_demote` deletes them inside it, so no
+      later call meets them once the deny has committed. A rule promoted after this read
+      is missed as it would be by a read inside the transaction (each statement sees what
+      had committed when it started), and its promotion saw no deny to hold it back.
     """
     rules = list(Rule.objects.filter(team_id=request.team_id, source=RuleSource.AUTOPILOT))
     if not rules:
-        return {}
+        return []
     doc = learning.request_engine_input(request)
-    demoted = [r for r in rules if policy.learning.rule_decides(r.rule, "allow", doc)]
+    return [r for r in rules if policy.learning.rule_decides(r.rule, "allow", doc)]
+
+
+def autopilot_demote(demoted: list[Rule]) -> dict[str, Any]:
+    """Delete the rules `autopilot_to_demote` found; call inside the deny's transaction.
+
+    Returns what to add to the deny's audit reason.
+    """
+    if not demoted:
+        return {}
     Rule.objects.filter(pk__in=[r.pk for r in demoted]).delete()
-    return {"demoted_autopilot": [r.rule for r in demoted]} if demoted else {}
+    return {"demoted_autopilot": [r.rule for r in demoted]}
 
 
 def autopilot_after_allow(request: PermissionRequest) -> None:

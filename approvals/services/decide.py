@@ -29,10 +29,11 @@ from approvals.models import (
     Decision,
     PermissionRequest,
     RequestState,
+    Rule,
     RuleScope,
 )
 from approvals.quorum import Requirement
-from approvals.services.autopilot import autopilot_after_allow, autopilot_demote
+from approvals.services.autopilot import autopilot_after_allow, autopilot_demote, autopilot_to_demote
 from approvals.services.outcomes import (
     AUDIT_UNAVAILABLE,
     Answer,
@@ -42,7 +43,7 @@ from approvals.services.outcomes import (
 )
 from approvals.services.rules import rule_create
 from approvals.services.votes import approvers_so_far, request_vote
-from approvals.written import column, table
+from approvals.written import Statement, column, message_transaction, table
 
 log = logging.getLogger(__name__)
 
@@ -135,18 +136,16 @@ def _await_holder(store: ClaimStore, request_id: uuid.UUID | str) -> DecideResul
 
     A held claim says who is deciding, not who won: the holder's own fence can still
     lose to a cancel or the deadline, which take no claim. So a loser waits (briefly:
-    a holder commits in milliseconds) and names the real winner from the audit row.
+    a holder commits in milliseconds) for the holder to let go, then reads the row once
+    with its audit row and names the real winner. A request still pending then (the
+    holder's audit write failed, or it never let go) is the fence's to decide.
     """
     deadline = time.monotonic() + min(HOLDER_WAIT_SECONDS, settings.GATEHOUSE_CLAIM_TTL_MS / 1000)
-    released = False
-    while True:
-        request = PermissionRequest.objects.get(pk=request_id)
-        if request.state != RequestState.PENDING:
-            return DecideResult(False, request, selectors.decision_for(request))
-        if released or time.monotonic() >= deadline:
-            # Let go without deciding (its audit write failed), or never finished.
-            return None
-        released = _await_release(store, str(request_id), deadline)
+    _await_release(store, str(request_id), deadline)
+    request = selectors.request_with_decision(request_id)
+    if request is None or request.state == RequestState.PENDING:
+        return None
+    return DecideResult(False, request, selectors.joined_decision(request))
 
 
 def _await_release(store: ClaimStore, request_id: str, deadline: float) -> bool:
@@ -173,7 +172,9 @@ def _decide_fenced(request_id: uuid.UUID | str, answer: Answer, *, loaded: Permi
         **(answer.reason_extra or {}),
     }
     if loaded is None:
-        loaded = PermissionRequest.objects.select_related("agent").get(pk=request_id)
+        loaded = selectors.request_get(request_id)
+        if loaded is None:
+            raise PermissionRequest.DoesNotExist(f"no request {request_id}")
     requirement = Requirement.of(loaded)
     if requirement is not None and answer.behavior == "allow":
         return request_vote(
@@ -188,24 +189,29 @@ def _decide_fenced(request_id: uuid.UUID | str, answer: Answer, *, loaded: Permi
     if requirement is not None:
         # One deny ends a quorum; its row names whoever had approved.
         reason["approvers"] = approvers_so_far(loaded)
+    _refuse_unanswered(loaded, answer)
+    demoted = autopilot_to_demote(loaded) if answer.behavior == "deny" and reason["type"] == "user" else []
+    remembering = answer.behavior == "allow" and answer.remember != "once"
+    statement, request = _fence_statement(loaded, RequestState.DECIDED, before_deadline=True)
     try:
-        with transaction.atomic():
-            request = fence(loaded, RequestState.DECIDED, before_deadline=True)
-            if request is None:
+        # Nothing but the audit row to write (no grant rule, no autopilot rule to demote):
+        # on PostgreSQL the fence goes in the row's own message, checked there.
+        with message_transaction(alone=not (remembering or demoted)) as one_message:
+            if not one_message and not _moved(statement):
                 return lost_or_overdue(request_id)
-            decision = _record(request, answer, reason)
-            events.announce_finished(request, decision)
+            decision = _record(request, answer, reason, demoted, fence=[_held(statement)] if one_message else [])
     except DatabaseError as exc:
+        if _fence_lost(exc):
+            return lost_or_overdue(request_id)
         log.error("audit write failed deciding %s: %s", request_id, exc)
         raise AuditUnavailable(AUDIT_UNAVAILABLE) from exc
+    events.announce_finished(request, decision)
     return DecideResult(True, request, decision)
 
 
-def _record(request: PermissionRequest, answer: Answer, reason: dict[str, Any]) -> Decision:
-    """Write the fenced request's audit row (and its grant rule); call inside the fence's transaction."""
-    behavior, message, remember = answer.behavior, answer.message, answer.remember
+def _refuse_unanswered(request: PermissionRequest, answer: Answer) -> None:
     if (
-        behavior == "allow"
+        answer.behavior == "allow"
         and answer.updated_input is None
         and questions.questions_of(request.tool_name, request.tool_input)
     ):
@@ -213,6 +219,20 @@ def _record(request: PermissionRequest, answer: Answer, reason: dict[str, Any]) 
         # (or put them to whoever is at the terminal): from every surface, one
         # request or a batch, a person answers them or denies the call.
         raise ServiceError(UNANSWERED_QUESTIONS)
+
+
+def _record(
+    request: PermissionRequest,
+    answer: Answer,
+    reason: dict[str, Any],
+    demoted: list[Rule],
+    *,
+    fence: list[Statement],
+) -> Decision:
+    """Write the fenced request's audit row (and its grant rule, and the autopilot rules
+    its deny demotes) in the fence's transaction; `fence`, the fence itself when it goes
+    in the row's message."""
+    behavior, message, remember = answer.behavior, answer.message, answer.remember
     if behavior == "allow" and remember != "once":
         reason["saved_rule"] = _remember(request, remember, answer.remember_hours, answer.user)
         # Where Claude Code may keep the same grant (a PermissionRequest's
@@ -222,8 +242,7 @@ def _record(request: PermissionRequest, answer: Answer, reason: dict[str, Any]) 
         reason["saved_for"] = "session" if remember == "session" or answer.remember_hours else "localSettings"
     if behavior == "deny" and not message:
         message = f"Denied by {answer.by} via {answer.surface}. Do not retry this call; try another approach."
-    if behavior == "deny" and reason["type"] == "user":
-        reason.update(autopilot_demote(request))
+    reason.update(autopilot_demote(demoted))
     return append_decision(
         request,
         behavior=behavior,
@@ -233,6 +252,7 @@ def _record(request: PermissionRequest, answer: Answer, reason: dict[str, Any]) 
         surface=answer.surface,
         updated_input=answer.updated_input,
         user=answer.user,
+        first=fence,
     )
 
 
@@ -259,19 +279,50 @@ def fence(request: PermissionRequest, new_state: str, *, before_deadline: bool =
     """
     if request.state != RequestState.PENDING:
         return None
+    statement, fenced = _fence_statement(request, new_state, before_deadline=before_deadline)
+    return fenced if _moved(statement) else None
+
+
+def _fence_statement(
+    request: PermissionRequest, new_state: str, *, before_deadline: bool
+) -> tuple[Statement, PermissionRequest]:
+    """The fence's conditional update, and the request as it is once the update has moved it."""
     now = timezone.now()
     meta = PermissionRequest._meta
     at = meta.get_field("decided_at").get_db_prep_value(now, connection)
     params = [str(new_state), at, meta.pk.get_db_prep_value(request.pk, connection), str(RequestState.PENDING)]
-    with connection.cursor() as cursor:
-        cursor.execute(_fence_sql(connection.vendor, before_deadline), [*params, at] if before_deadline else params)
-        if cursor.rowcount != 1:
-            return None
     fenced = copy.copy(request)  # the caller's object keeps saying what it read
     fenced.state = new_state
     fenced.version += 1
     fenced.decided_at = now
-    return fenced
+    return (_fence_sql(connection.vendor, before_deadline), [*params, at] if before_deadline else params), fenced
+
+
+def _moved(statement: Statement) -> bool:
+    """Run the fence alone; whether it moved the request."""
+    with connection.cursor() as cursor:
+        cursor.execute(*statement)
+        return cursor.rowcount == 1
+
+
+# The SQLSTATE `gatehouse_fence_held` raises when the fence moved nothing (migration 0027).
+FENCE_LOST = "GH409"
+
+
+def _held(statement: Statement) -> Statement:
+    """The fence as the first statement of a message: it raises `FENCE_LOST` unless it moved
+    the request, which rolls back the whole message (PostgreSQL)."""
+    sql, params = statement
+    return _held_sql(sql), params
+
+
+@functools.cache
+def _held_sql(fence_sql: str) -> str:
+    return f"WITH fenced AS ({fence_sql} RETURNING 1) SELECT gatehouse_fence_held(count(*)) FROM fenced"  # noqa: S608
+
+
+def _fence_lost(exc: DatabaseError) -> bool:
+    return getattr(exc.__cause__, "sqlstate", None) == FENCE_LOST
 
 
 # On every decision's path: written once per process and engine rather than compiled per call.
