@@ -31,6 +31,10 @@ class ClaimStore(Protocol):
 
     def holder(self, request_id: str) -> str | None: ...
 
+    def wait_released(self, request_id: str, timeout: float) -> bool:
+        """Block until the claim's holder lets go (True), or `timeout` seconds pass (False)."""
+        ...
+
 
 class Announcer(Protocol):
     """A surface told about requests after their state committed (never before).

@@ -27,11 +27,16 @@ log = logging.getLogger(__name__)
 # safe (only the owner can), the holder lets losers say who is deciding.
 _SEPARATOR = " "
 
-# KEYS[1] = claim key, ARGV[1] = the full value we set. Delete only our own claim: a
-# claim that expired and was re-taken by someone else must survive our late release.
+# KEYS[1] = claim key, KEYS[2] = its release stream, ARGV[1] = the full value we set,
+# ARGV[2] = how long the stream is kept (ms). Delete only our own claim: a claim that
+# expired and was re-taken by someone else must survive our late release. The stream's
+# one entry wakes the racers blocked on it (`wait_released`), those that block later too.
 _RELEASE_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-    return redis.call('DEL', KEYS[1])
+    redis.call('DEL', KEYS[1])
+    redis.call('XADD', KEYS[2], 'MAXLEN', '1', '*', 'released', '1')
+    redis.call('PEXPIRE', KEYS[2], ARGV[2])
+    return 1
 end
 return 0
 """
@@ -83,7 +88,7 @@ class RedisClaim:
             return
         self.released = True
         try:
-            self.store.release_script(keys=[self.key], args=[self.value])
+            self.store.release_script(keys=[self.key, f"{self.key}:released"], args=[self.value, self.store.ttl_ms])
         except RedisError:  # the claim expires by itself; the fence already decided
             log.warning("could not release claim %s", self.key, exc_info=True)
 
@@ -98,7 +103,12 @@ class RedisClaim:
 
 
 class RedisClaimStore:
-    """`SET key token NX PX ttl`; Lua compare-and-delete and compare-and-extend."""
+    """`SET key token NX PX ttl`; Lua compare-and-delete and compare-and-extend.
+
+    A release also adds an entry to the claim's release stream (`{key}:released`, kept for
+    the TTL), which the racers turned away wait on with a blocking `XREAD`: each is woken
+    as the holder lets go, in any process, without polling.
+    """
 
     def __init__(self, url: str, *, prefix: str, ttl_ms: int, socket_timeout: float = 1.0) -> None:
         import redis
@@ -110,6 +120,8 @@ class RedisClaimStore:
         )
         self.prefix = prefix
         self.ttl_ms = ttl_ms
+        # A blocking read lasts at most this long, well inside the socket's timeout.
+        self.block_ms = max(1, int(socket_timeout * 500))
         self.release_script = self.client.register_script(_RELEASE_LUA)
         self.extend_script = self.client.register_script(_EXTEND_LUA)
 
@@ -139,6 +151,25 @@ class RedisClaimStore:
         if not value:
             return None
         return str(value).partition(_SEPARATOR)[2] or None
+
+    def wait_released(self, request_id: str, timeout: float) -> bool:
+        """Block until the claim's holder lets go; False if it has not within `timeout` s.
+
+        - True at once for a claim released before the call (its stream entry is kept).
+        - A claim that expires unreleased (its holder died) wakes nobody: the racer waits
+          out `timeout` and reads the row, as the fence decides anyway.
+        - True when Redis fails: the caller reads the row, which is the truth.
+        """
+        deadline = time.monotonic() + timeout
+        stream = f"{self.key(request_id)}:released"
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                if self.client.xread({stream: "0"}, count=1, block=max(1, min(self.block_ms, int(remaining * 1000)))):
+                    return True
+            except RedisError:
+                log.warning("claim store unavailable waiting for %s's holder", request_id, exc_info=True)
+                return True
+        return False
 
 
 # --- embedded (single process) ------------------------------------------------------------
@@ -174,6 +205,10 @@ class LocalClaimStore:
     ttl_ms: int
     _entries: dict[str, _Entry] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _released: threading.Condition = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._released = threading.Condition(self._lock)
 
     def _live(self, request_id: str, now: float) -> _Entry | None:
         entry = self._entries.get(request_id)
@@ -201,11 +236,22 @@ class LocalClaimStore:
             entry = self._live(request_id, time.monotonic())
             return entry.holder if entry is not None else None
 
+    def wait_released(self, request_id: str, timeout: float) -> bool:
+        """Block until nobody holds the claim (released, or expired); False if still held after `timeout` s."""
+        deadline = time.monotonic() + timeout
+        with self._released:
+            while (entry := self._live(request_id, now := time.monotonic())) is not None:
+                if now >= deadline:
+                    return False
+                self._released.wait(min(deadline, entry.expires_at) - now)
+            return True
+
     def release(self, request_id: str, token: str) -> None:
         with self._lock:
             entry = self._entries.get(request_id)
             if entry is not None and entry.token == token:
                 del self._entries[request_id]
+                self._released.notify_all()
 
     def extend(self, request_id: str, token: str, ttl_ms: int) -> bool:
         now = time.monotonic()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import functools
 import logging
-import time
 import uuid
 from dataclasses import replace
 from datetime import timedelta
@@ -136,32 +135,15 @@ def _await_holder(store: ClaimStore, request_id: uuid.UUID | str) -> DecideResul
 
     A held claim says who is deciding, not who won: the holder's own fence can still
     lose to a cancel or the deadline, which take no claim. So a loser waits (briefly:
-    a holder commits in milliseconds) for the holder to let go, then reads the row once
-    with its audit row and names the real winner. A request still pending then (the
+    a holder commits in milliseconds) for the holder to let go, woken by the claim store
+    as it does, then reads the row once with its audit row and names the real winner. A request still pending then (the
     holder's audit write failed, or it never let go) is the fence's to decide.
     """
-    deadline = time.monotonic() + min(HOLDER_WAIT_SECONDS, settings.GATEHOUSE_CLAIM_TTL_MS / 1000)
-    _await_release(store, str(request_id), deadline)
+    store.wait_released(str(request_id), min(HOLDER_WAIT_SECONDS, settings.GATEHOUSE_CLAIM_TTL_MS / 1000))
     request = selectors.request_with_decision(request_id)
     if request is None or request.state == RequestState.PENDING:
         return None
     return DecideResult(False, request, selectors.joined_decision(request))
-
-
-def _await_release(store: ClaimStore, request_id: str, deadline: float) -> bool:
-    """Whether the claim's holder let go before `deadline`.
-
-    A holder lets go as its decision commits, a few milliseconds after it claimed, so
-    the loser polls the claim store (far cheaper than the database) from 1 ms on and
-    reads the row once, rather than re-reading the row every 20 ms.
-    """
-    pause = 0.001
-    while time.monotonic() < deadline:
-        if store.holder(request_id) is None:
-            return True
-        time.sleep(pause)
-        pause = min(pause * 2, 0.02)
-    return False
 
 
 def _decide_fenced(request_id: uuid.UUID | str, answer: Answer, *, loaded: PermissionRequest | None) -> DecideResult:

@@ -93,6 +93,40 @@ class ClaimStoreTests:
         assert len(won) == 1
         assert store.holder("contested") == won[0]
 
+    def test_a_racer_turned_away_is_woken_as_the_holder_lets_go(self, kind: str, redis_server: PrivateRedis) -> None:
+        store = _store(kind, redis_server)
+        claim = store.claim("r1", "alice via web")
+        woken: list[bool] = []
+        waiting = threading.Thread(target=lambda: woken.append(store.wait_released("r1", 30.0)))
+        waiting.start()
+        waiting.join(0.2)
+        assert waiting.is_alive() and not woken  # still held: still waiting
+        claim.release()
+        waiting.join(10)
+        assert woken == [True]
+        # Released before the wait began: at once, however long the timeout.
+        assert store.wait_released("r1", 30.0) is True
+
+    def test_a_wait_on_a_claim_held_on_ends_false_at_its_timeout(self, kind: str, redis_server: PrivateRedis) -> None:
+        store = _store(kind, redis_server)
+        store.claim("r1", "alice via web")
+        started = time.monotonic()
+        assert store.wait_released("r1", 0.2) is False
+        assert time.monotonic() - started >= 0.2
+        assert store.holder("r1") == "alice via web"
+
+    def test_a_late_release_of_an_expired_claim_wakes_nobody_waiting_on_the_new_holder(
+        self, kind: str, redis_server: PrivateRedis
+    ) -> None:
+        store = _store(kind, redis_server, ttl_ms=100)
+        late = store.claim("r1", "alice via web")
+        taken: list[Any] = []
+        _wait_until(lambda: taken.append(store.claim("r1", "bob via slack")) or taken[-1] is not None)
+        late.release()  # not alice's any more: bob still holds it
+        assert store.wait_released("r1", 0.05) is False
+        taken[-1].release()
+        assert store.wait_released("r1", 5.0) is True
+
 
 class RedisFaultTests:
     def test_it_falls_back_to_the_database_fence_when_redis_is_down(self) -> None:
@@ -103,6 +137,7 @@ class RedisFaultTests:
         assert isinstance(claim, NullClaim)  # not None: "nobody else holds it", so go to the fence
         claim.release()
         assert store.holder("r1") is None
+        assert store.wait_released("r1", 30.0) is True  # at once: go and read the row
 
     def test_it_forgets_claims_when_redis_restarts(self, redis_server: PrivateRedis) -> None:
         store = RedisClaimStore(redis_server.url, prefix="restart", ttl_ms=60_000)
