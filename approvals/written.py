@@ -6,8 +6,8 @@ Compiling a queryset costs more CPU than the database spends answering it: a
 reads and inserts every call makes are therefore statements built once per process and
 database engine from the models' own `_meta`, so they follow a migration unedited:
 
-- `JoinedRead`: the bearer token's agent, the request every decision starts with, and
-  the cards pushed to the open dashboards.
+- `JoinedRead`: the bearer token's agent, the request every decision starts with, the
+  cards pushed to the open dashboards, and the browsers and topics an ask is pushed to.
   Each value passes through the converters the ORM applies to the column
   (`SQLCompiler.get_converters`, as `RawQuerySet` does), and each row becomes model
   instances through `Model.from_db`: a UUID, a JSON field or a SQLite date comes back
@@ -113,11 +113,15 @@ class JoinedRead(Generic[M]):
         return found
 
     def first(self, *values: Any) -> M | None:
+        return next(self._read(self._statement(), *self.first_statement(*values)), None)
+
+    def first_statement(self, *values: Any) -> Statement:
+        """`first`'s statement, to send with others (`run_together`); read its rows with `instances`."""
         statement = self._statement()
         params = [
             field.get_db_prep_value(value, connection) for field, value in zip(statement.match, values, strict=True)
         ]
-        return next(self._read(statement, statement.sql, params), None)
+        return statement.sql, params
 
     def each(self, values: Collection[Any]) -> list[M]:
         """Every row whose one `match` field is one of `values`, in no particular order."""
@@ -125,6 +129,17 @@ class JoinedRead(Generic[M]):
             return []
         sql, params = self.each_statement(values)
         return list(self._read(self._statement(), sql, params))
+
+    def where(self, condition: str, params: Sequence[Any], *, order: str = "") -> list[M]:
+        """Every row matching the SQL `condition` on `t0` and the relations' aliases (`t1`, … in
+        their order; the read's `also` applies too), sorted by `order` (SQL) if given.
+
+        - `condition` and `order` are SQL written from the models (`table`, `column`), never
+          from input: the values go in `params`.
+        """
+        statement = self._statement()
+        sql = f"{statement.select} WHERE {' AND '.join([f'({condition})', *statement.also])}"
+        return list(self._read(statement, f"{sql} ORDER BY {order}" if order else sql, params))
 
     def each_statement(self, values: Collection[Any]) -> Statement:
         """`each`'s statement, to send with others (`run_together`); read its rows with `instances`.

@@ -23,13 +23,13 @@ from bench.stats import Figure, Row, ratio, summary_ms
 
 TITLE = "Claim race: 5 racers per request"
 BOTTLENECK = (
-    "the winner's database path, not the claim: psycopg's BEGIN (a round trip of its own), the "
-    "fence UPDATE, then one message (the chain's advisory lock, the audit row with its hash computed "
-    "from the chain's head, its search text, the request naming it), then the commit (4 round "
-    "trips since 2026-12-05, 8 before; the floor is SET NX + one commit on an open "
-    "connection); losers poll the claim store from "
-    "1 ms until the holder lets go and read the row once. On a loaded machine each round trip "
-    "costs several milliseconds"
+    "the winner's path, not the claim: the request's read, then one message on PostgreSQL (the "
+    "fence, checked in the message; the chain's advisory lock; the audit row with its hash computed "
+    "from the chain's head; its search text; the request naming it), which is its own transaction "
+    "(1 round trip since 2026-12-06's thirteenth pass, 4 before, 8 before 2026-12-05), and the "
+    "claim's SET NX and release; the floor is SET NX + one commit on an open connection. Losers "
+    "block on the claim's release stream (XREAD) and read the row once; the five racers and the "
+    "loop share one interpreter, so on a loaded machine each step waits its turn"
 )
 RACERS = 5
 

@@ -23,9 +23,9 @@ BOTTLENECK = (
     "submit's own reads and its one message (the ask's whole transaction since 2026-12-06's "
     "twelfth pass), that read and render, the 20 sockets' frames, and the "
     "threads the commit sets off (Web Push, the race) and the client, all on 2 cores. A "
-    "decision's path is the token, the request, the role, psycopg's BEGIN, the fence, one message "
-    "and the commit "
-    "(the token, role and fence written out since 2026-12-06's tenth pass), then its doorbell, "
+    "decision's path is the token, the request, the role and one message, the fence in it and "
+    "the message its own transaction (since 2026-12-06's thirteenth pass; psycopg's BEGIN, the "
+    "fence, the message and the commit before), then its doorbell, "
     "which the process's own agent socket hears as the loop rings it, before any publish"
 )
 PENDING = 100

@@ -97,10 +97,14 @@ def decidable_request(request: Request, request_id: uuid.UUID) -> PermissionRequ
     """The request if the caller (a person) may decide it: 404 as `visible_request` when
     they cannot see it, 403 when they may only watch its team.
 
-    - One read of the person's role in the request's team serves both checks.
+    - One round trip reads the request and the person's role in its team, which serves
+      both checks.
     """
-    found = selectors.request_get(request_id)
-    role = permissions.role_in(request.user, found.team_id) if found is not None else None
+    found, role = None, None
+    person: int | None = request.user.pk  # None: not signed in, so no request to see
+    if person is not None:
+        found, membership = selectors.request_and_membership(request_id, person)
+        role = permissions.role_among(request.user, {person: membership} if membership else {}) if found else None
     if found is None or role is None:
         raise exceptions.NotFound(f"No permission request {request_id} that you can see.")
     if not permissions.at_least(role, Role.APPROVER):

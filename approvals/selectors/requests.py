@@ -19,11 +19,12 @@ from approvals.models import (
     Agent,
     AuditKind,
     Decision,
+    Membership,
     PermissionRequest,
     RequestState,
     TeamSettings,
 )
-from approvals.written import JoinedRead, ModelColumns, column, table
+from approvals.written import JoinedRead, ModelColumns, column, run_together, table
 from policy import grants
 
 
@@ -110,6 +111,34 @@ def request_get(request_id: Any) -> PermissionRequest | None:
 # `select_related("agent", "team")` by id, written out once per process (approvals.written):
 # every decision, from every surface, starts with this read.
 _REQUEST = JoinedRead(PermissionRequest, relations=("agent", "team"), match=("id",))
+
+
+def request_and_membership(request_id: uuid.UUID, user_id: int) -> tuple[PermissionRequest | None, str | None]:
+    """The request (as `request_get` reads it) and the person's membership role in its team
+    (None without one; `permissions.role_among` makes it a role), in one round trip: what a
+    person's decision over the API starts with."""
+    pk = PermissionRequest._meta.pk
+    assert pk is not None
+    found, membership = run_together(
+        [
+            _REQUEST.first_statement(request_id),
+            (_membership_sql(connection.vendor), [user_id, pk.get_db_prep_value(request_id, connection)]),
+        ]
+    )
+    request = next(iter(_REQUEST.instances(found)), None)
+    return request, (str(membership[0][0]) if request is not None and membership else None)
+
+
+@functools.cache
+def _membership_sql(vendor: str) -> str:
+    # A membership is unique per person and team: one row or none. Every name comes from
+    # the models, quoted; the values are parameters.
+    request_team, request_id = column(PermissionRequest, "team"), column(PermissionRequest, "id")
+    return (
+        f"SELECT {column(Membership, 'role')} FROM {table(Membership)}"  # noqa: S608
+        f" WHERE {column(Membership, 'user')} = %s AND {column(Membership, 'team')} ="
+        f" (SELECT {request_team} FROM {table(PermissionRequest)} WHERE {request_id} = %s)"
+    )
 
 
 def request_with_decision(request_id: uuid.UUID | str) -> PermissionRequest | None:

@@ -4,35 +4,56 @@ from __future__ import annotations
 
 import functools
 import uuid
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import connection
-from django.db.models import Q
 
 from approvals import permissions
 from approvals.models import AuditKind, Decision, Membership, Role
-from approvals.written import ModelColumns, column, table
+from approvals.written import JoinedRead, ModelColumns, column, table
 from relay.models import NtfyTopic, PushActionToken, PushSubscription
 
 
-def deciders_of(team_id: int) -> Q:
-    """The active people who may decide the team's requests: its approvers and the superusers.
-
-    - The same rule as `approvals.permissions.can_decide`, as one query for many people.
-    """
-    deciding = [role for role in Role if permissions.at_least(role, Role.APPROVER)]  # admins decide too
-    approvers = Membership.objects.filter(team_id=team_id, role__in=deciding).values("user_id")
-    return Q(user__is_active=True) & (Q(user__is_superuser=True) | Q(user_id__in=approvers))
-
-
 def subscriptions_for(team_id: int) -> list[PushSubscription]:
-    """The browsers an ask of this team is pushed to."""
-    return list(PushSubscription.objects.filter(deciders_of(team_id)).select_related("user").order_by("id"))
+    """The browsers an ask of this team is pushed to, each with its person (`user`)."""
+    condition, params, order = _deciders(PushSubscription, team_id)
+    return _SUBSCRIPTIONS.where(condition, params, order=order)
 
 
 def ntfy_topics_for(team_id: int) -> list[NtfyTopic]:
-    """The ntfy topics an ask of this team is published to."""
-    return list(NtfyTopic.objects.filter(deciders_of(team_id)).select_related("user").order_by("id"))
+    """The ntfy topics an ask of this team is published to, each with its person (`user`)."""
+    condition, params, order = _deciders(NtfyTopic, team_id)
+    return _TOPICS.where(condition, params, order=order)
+
+
+# Read for every ask, nearly always to find none: written out once per process
+# (`approvals.written`), as compiling the querysets cost more than their round trips.
+_SUBSCRIPTIONS = JoinedRead(PushSubscription, relations=("user",), match=())
+_TOPICS = JoinedRead(NtfyTopic, relations=("user",), match=())
+
+
+def _deciders(model: type[PushSubscription] | type[NtfyTopic], team_id: int) -> tuple[str, list[Any], str]:
+    """Rows of `model` (`t0`, its person `t1`) whose person may decide the team's requests:
+    active, and a superuser or one of its approvers (admins decide too).
+
+    - The same rule as `approvals.permissions.can_decide`, as one statement for many people.
+    """
+    deciding = [str(role) for role in Role if permissions.at_least(role, Role.APPROVER)]
+    condition, order = _deciders_sql(connection.vendor, model, len(deciding))
+    return condition, [True, True, team_id, *deciding], order
+
+
+@functools.cache
+def _deciders_sql(vendor: str, model: type[PushSubscription] | type[NtfyTopic], roles: int) -> tuple[str, str]:
+    member, person = Membership, f"t0.{column(model, 'user')}"
+    # Every name comes from the models, quoted; the values are parameters.
+    condition = (
+        f"t1.{column(User, 'is_active')} = %s AND (t1.{column(User, 'is_superuser')} = %s"  # noqa: S608
+        f" OR {person} IN (SELECT m.{column(member, 'user')} FROM {table(member)} m"
+        f" WHERE m.{column(member, 'team')} = %s AND m.{column(member, 'role')} IN ({', '.join(['%s'] * roles)})))"
+    )
+    return condition, f"t0.{column(model, 'id')}"
 
 
 def voters_of(request_id: uuid.UUID) -> set[int]:

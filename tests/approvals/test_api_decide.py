@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import uuid
 from typing import Any
 
 import pytest
@@ -9,7 +11,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from approvals.models import Decision, Rule
+from approvals.models import Decision, Role, Rule
 from tests.approvals.conftest import Api
 
 
@@ -176,3 +178,43 @@ class ConcurrentDecideTests:
                 assert body["error"]["message"].startswith(("already decided by", "already being decided by"))
         row = Decision.objects.get(request=request)
         assert (row.behavior, row.decided_by) == (winner["behavior"], winner["decided_by"])
+
+
+# Every kind of person against one request: no membership, each role, a membership in
+# another team only; active or not; superuser or not. The one read of the request and the
+# role answers as `permissions.role_in` does: 404 unless they may see it, 403 unless they
+# may decide it.
+PEOPLE = list(itertools.product([None, *Role, "elsewhere"], [True, False], [True, False]))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("membership", "active", "superuser"), PEOPLE)
+def test_who_may_decide_is_who_may_decide(
+    membership: Any, active: bool, superuser: bool, default_team: Any, other_team: Any, pending: Any
+) -> None:
+    from django.contrib.auth.models import User
+
+    from approvals import permissions, services
+    from approvals.models import Membership
+
+    person = User.objects.create_user("someone", is_superuser=superuser)
+    if membership is not None:
+        team = other_team if membership == "elsewhere" else default_team
+        Membership.objects.create(user=person, team=team, role=Role.ADMIN if membership == "elsewhere" else membership)
+    token = services.personal_token_create(user=person)
+    User.objects.filter(pk=person.pk).update(is_active=active)
+    person.refresh_from_db()
+    request = pending()
+    expected = 404
+    if permissions.can_see(person, default_team.pk):
+        expected = 200 if permissions.can_decide(person, request) else 403
+    response = Api({"HTTP_AUTHORIZATION": f"Bearer {token}"}).post(decide_url(request), {"behavior": "deny"})
+    if not active:  # an inactive person's token is refused before any request is looked at
+        assert response.status_code == 401, response.content
+        return
+    assert response.status_code == expected, response.content
+    assert Decision.objects.filter(request=request).exists() == (expected == 200)
+    missing = Api({"HTTP_AUTHORIZATION": f"Bearer {token}"}).post(
+        f"/api/v1/permission-requests/{uuid.uuid4()}/decision", {"behavior": "deny"}
+    )
+    assert missing.status_code == 404
