@@ -121,7 +121,12 @@ class ClaimStoreTests:
         store = _store(kind, redis_server, ttl_ms=100)
         late = store.claim("r1", "alice via web")
         taken: list[Any] = []
-        _wait_until(lambda: taken.append(store.claim("r1", "bob via slack")) or taken[-1] is not None)
+
+        def bob_claims() -> bool:
+            taken.append(store.claim("r1", "bob via slack"))
+            return taken[-1] is not None
+
+        _wait_until(bob_claims)
         late.release()  # not alice's any more: bob still holds it
         assert store.wait_released("r1", 0.05) is False
         taken[-1].release()
