@@ -136,8 +136,9 @@ def _await_holder(store: ClaimStore, request_id: uuid.UUID | str) -> DecideResul
     A held claim says who is deciding, not who won: the holder's own fence can still
     lose to a cancel or the deadline, which take no claim. So a loser waits (briefly:
     a holder commits in milliseconds) for the holder to let go, woken by the claim store
-    as it does, then reads the row once with its audit row and names the real winner. A request still pending then (the
-    holder's audit write failed, or it never let go) is the fence's to decide.
+    as it does, then reads the row once with its audit row and names the real winner. A
+    request still pending then (the holder's audit write failed, or it never let go) is
+    the fence's to decide.
     """
     store.wait_released(str(request_id), min(HOLDER_WAIT_SECONDS, settings.GATEHOUSE_CLAIM_TTL_MS / 1000))
     request = selectors.request_with_decision(request_id)
