@@ -33,6 +33,18 @@ def _wait_until(predicate: Any, timeout: float = 5.0) -> None:
         time.sleep(0.01)
 
 
+def _claim_once_free(store: Any, request_id: str, holder: str) -> Any:
+    """The claim, taken as soon as the one before it has expired."""
+    taken: list[Any] = []
+
+    def claims() -> bool:
+        taken.append(store.claim(request_id, holder))
+        return taken[-1] is not None
+
+    _wait_until(claims)
+    return taken[-1]
+
+
 @pytest.mark.parametrize("kind", ["redis", "local"])
 class ClaimStoreTests:
     def test_it_grants_one_claim_at_a_time(self, kind: str, redis_server: PrivateRedis) -> None:
@@ -63,17 +75,11 @@ class ClaimStoreTests:
     def test_it_never_releases_someone_elses_claim(self, kind: str, redis_server: PrivateRedis) -> None:
         store = _store(kind, redis_server, ttl_ms=100)
         late = store.claim("r1", "alice via web")
-        taken: list[Any] = []
-
-        def bob_claims() -> bool:
-            taken.append(store.claim("r1", "bob via slack"))
-            return taken[-1] is not None
-
-        _wait_until(bob_claims)
+        bobs = _claim_once_free(store, "r1", "bob via slack")
         late.release()  # alice's claim expired long ago; bob's must survive
         assert store.holder("r1") == "bob via slack"
         assert late.extend(5_000) is False
-        assert taken[-1].extend(5_000) is True
+        assert bobs.extend(5_000) is True
 
     def test_it_grants_exactly_one_of_many_concurrent_claims(self, kind: str, redis_server: PrivateRedis) -> None:
         store = _store(kind, redis_server)
@@ -120,16 +126,10 @@ class ClaimStoreTests:
     ) -> None:
         store = _store(kind, redis_server, ttl_ms=100)
         late = store.claim("r1", "alice via web")
-        taken: list[Any] = []
-
-        def bob_claims() -> bool:
-            taken.append(store.claim("r1", "bob via slack"))
-            return taken[-1] is not None
-
-        _wait_until(bob_claims)
+        bobs = _claim_once_free(store, "r1", "bob via slack")
         late.release()  # not alice's any more: bob still holds it
         assert store.wait_released("r1", 0.05) is False
-        taken[-1].release()
+        bobs.release()
         assert store.wait_released("r1", 5.0) is True
 
 
