@@ -118,6 +118,8 @@ class JoinedRead(Generic[M]):
     def first_statement(self, *values: Any) -> Statement:
         """`first`'s statement, to send with others (`run_together`); read its rows with `instances`."""
         statement = self._statement()
+        if not statement.match:
+            raise TypeError("first() finds a row by the fields a read matches; this read matches none: use where()")
         params = [
             field.get_db_prep_value(value, connection) for field, value in zip(statement.match, values, strict=True)
         ]

@@ -131,6 +131,28 @@ class CardReadTests:
         assert set(read) == {request.pk} and teams == {lonely.pk: {}}
 
 
+class WhereTests:
+    """`JoinedRead.where`: rows by a condition written from the models, each with its relations."""
+
+    def test_rows_read_as_the_orm_reads_them_in_order_and_first_is_refused(self, alice: Any, bob: Any) -> None:
+        from django.contrib.auth.models import User
+
+        from approvals.written import JoinedRead, column
+        from relay.models import PushSubscription
+
+        for person, n in ((bob, 1), (alice, 2), (alice, 3)):
+            PushSubscription.objects.create(user=person, endpoint=f"https://push.example/{n}", p256dh="k", auth="a")
+        read = JoinedRead(PushSubscription, relations=("user",), match=())
+        found = read.where(
+            f"t1.{column(User, 'username')} = %s", ["alice"], order=f"t0.{column(PushSubscription, 'id')}"
+        )
+        orm = list(PushSubscription.objects.filter(user=alice).select_related("user").order_by("id"))
+        assert [fields_of(row) for row in found] == [fields_of(row) for row in orm] and len(found) == 2
+        assert [fields_of(row.user) for row in found] == [fields_of(row.user) for row in orm]
+        with pytest.raises(TypeError, match="use where"):
+            read.first()
+
+
 class RequestGetTests:
     def test_a_request_reads_with_its_agent_and_team_as_the_orm_reads_it(self, ci_bot: Any, alice: Any) -> None:
         asked = pending(ci_bot.agent, tool_use_id="toolu_get_1")
