@@ -13,6 +13,8 @@ median of those differences is the answer.
 - `OTHER`: a checkout of another revision (`git worktree add /tmp/base <rev>`), run with
   this checkout's Python; it must work on this checkout's database schema (this
   checkout's migrations are applied).
+- PostgreSQL's CPU (all its processes, read around each slice: only one server is at work
+  then) is counted to that slice's server, since a change can move work between them.
 - Each server rings its doorbells under a Redis prefix of its own, so its dashboards
   get the cards of its own calls only; a slice of submits ends when they all have them,
   as in figure 2, so a call's CPU includes its cards.
@@ -43,6 +45,7 @@ class Turns:
 
     submit_cpu_ms: list[float] = field(default_factory=list)  # server CPU per auto-decided submit
     noop_cpu_ms: list[float] = field(default_factory=list)  # server CPU per authenticated no-op
+    submit_db_cpu_ms: list[float] = field(default_factory=list)  # PostgreSQL's CPU per submit
     submit_p50_ms: list[float] = field(default_factory=list)
 
 
@@ -66,8 +69,23 @@ def summary(turns: dict[str, Turns]) -> dict[str, dict[str, float]]:
             [s / n for s, n in zip(this.submit_cpu_ms, this.noop_cpu_ms, strict=True)],
             [s / n for s, n in zip(other.submit_cpu_ms, other.noop_cpu_ms, strict=True)],
         ),
+        "PostgreSQL CPU per submit, ms": paired(this.submit_db_cpu_ms, other.submit_db_cpu_ms),
+        "server and PostgreSQL CPU per submit, ms": paired(
+            [a + b for a, b in zip(this.submit_cpu_ms, this.submit_db_cpu_ms, strict=True)],
+            [a + b for a, b in zip(other.submit_cpu_ms, other.submit_db_cpu_ms, strict=True)],
+        ),
         "submit p50, ms": paired(this.submit_p50_ms, other.submit_p50_ms),
     }
+
+
+def database_cpu_seconds() -> float:
+    """User + system CPU time of every PostgreSQL process so far (0 on SQLite: none run)."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):  # not a process, or one that ended meanwhile
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == "postgres":
+                total += fig_http.cpu_seconds([int(entry.name)])
+    return total
 
 
 @dataclass
@@ -79,13 +97,14 @@ class Side:
     dashboards: int
     submitted: int = 0
 
-    def load(self, request: Any, check: Any, calls: int, *, submits: bool) -> tuple[float, list[float]]:
-        """`calls` requests at one connection: the server's CPU seconds they cost, and their latencies.
+    def load(self, request: Any, check: Any, calls: int, *, submits: bool) -> tuple[float, float, list[float]]:
+        """`calls` requests at one connection: the server's and PostgreSQL's CPU seconds they
+        cost, and their latencies.
 
         - `submits`: auto-decided calls, whose cards the server then hands to its dashboards;
           the CPU is read once they all have them, as figure 2 does.
         """
-        before = fig_http.cpu_seconds([self.server.process.pid])
+        before, database_before = fig_http.cpu_seconds([self.server.process.pid]), database_cpu_seconds()
         result = asyncio.run(run_load([self.server.port], 1, calls, request, check))
         if result.errors:
             raise RuntimeError(f"a call to the {self.server.kind} server failed: {result.errors[0]}")
@@ -93,29 +112,34 @@ class Side:
             self.submitted += calls
             if self.dashboards:
                 fig_http._cards_arrived(self.seen, self.dashboards * self.submitted)
-        return fig_http.cpu_seconds([self.server.process.pid]) - before, result.samples
+        spent = fig_http.cpu_seconds([self.server.process.pid]) - before
+        return spent, database_cpu_seconds() - database_before, result.samples
 
 
-def _round(sides: dict[str, Side], requests: dict[str, Any], calls: int, slices: int, first: str) -> dict[str, Any]:
+def _round(
+    sides: dict[str, Side], requests: dict[str, Any], calls: int, slices: int, first: str
+) -> dict[str, tuple[float, float, float, float]]:
     """One round: each server takes `calls` submits and `calls` no-ops, in `slices` turns each,
     the servers alternating turn by turn (`first` first), so a swing of the machine's
     speed within the round falls on both alike."""
-    cpu = {side: {"submit": 0.0, "health": 0.0} for side in SIDES}
+    cpu = {side: {"submit": 0.0, "health": 0.0, "database": 0.0} for side in SIDES}
     latencies: dict[str, list[float]] = {side: [] for side in SIDES}
     order = (first, *(side for side in SIDES if side != first))
     size = max(calls // slices, 1)
     for _ in range(slices):
         for side in order:
-            spent, samples = sides[side].load(requests["submit"], fig_http._check_submit, size, submits=True)
+            spent, database, samples = sides[side].load(requests["submit"], fig_http._check_submit, size, submits=True)
             cpu[side]["submit"] += spent
+            cpu[side]["database"] += database
             latencies[side] += samples
-            spent, _ = sides[side].load(requests["health"], fig_http._check_health, size, submits=False)
+            spent, _, _ = sides[side].load(requests["health"], fig_http._check_health, size, submits=False)
             cpu[side]["health"] += spent
     done = size * slices
     return {
         side: (
             1000 * cpu[side]["submit"] / done,
             1000 * cpu[side]["health"] / done,
+            1000 * cpu[side]["database"] / done,
             1000 * statistics.median(latencies[side]),
         )
         for side in SIDES
@@ -146,13 +170,15 @@ def measure(env: BenchEnv, other: Path, rounds: int, calls: int, dashboards: int
         _round(sides, requests, max(calls // 4, slices), slices, "this")  # warm: connections, caches, cards
         for n in range(rounds):
             measured = _round(sides, requests, calls, slices, SIDES[n % 2])
-            for side, (submit, noop, p50) in measured.items():
+            for side, (submit, noop, database, p50) in measured.items():
                 turns[side].submit_cpu_ms.append(submit)
                 turns[side].noop_cpu_ms.append(noop)
+                turns[side].submit_db_cpu_ms.append(database)
                 turns[side].submit_p50_ms.append(p50)
             print(
                 f"round {n + 1}/{rounds}: CPU per submit this {turns['this'].submit_cpu_ms[-1]:.2f} ms,"
-                f" other {turns['other'].submit_cpu_ms[-1]:.2f} ms",
+                f" other {turns['other'].submit_cpu_ms[-1]:.2f} ms; PostgreSQL's"
+                f" {turns['this'].submit_db_cpu_ms[-1]:.2f} and {turns['other'].submit_db_cpu_ms[-1]:.2f} ms",
                 file=sys.stderr,
             )
         missing = {name: side.seen.get("missing", 0) for name, side in sides.items()}

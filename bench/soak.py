@@ -40,6 +40,7 @@ from bench.stats import percentile
 
 WINDOW = 10.0  # seconds per sample window
 ANSWER_TIMEOUT = 60.0  # a call unanswered this long is an error
+Asks = asyncio.Queue[tuple[str, float]]  # an ask's id and when its pending frame came
 
 
 @dataclass
@@ -50,6 +51,9 @@ class Window:
     latencies: list[float] = field(default_factory=list)
     # The auto-decided calls' share of `latencies`: asks also wait for the approver loops.
     auto_latencies: list[float] = field(default_factory=list)
+    # An ask's two waits for its approver: in the approvers' queue, then the decision's POST.
+    queued: list[float] = field(default_factory=list)
+    deciding: list[float] = field(default_factory=list)
     rss_kib: int = 0
 
     def summary(self) -> dict[str, Any]:
@@ -61,6 +65,9 @@ class Window:
             "p50_ms": _ms(lat, 50),
             "p99_ms": _ms(lat, 99),
             "auto_p99_ms": _ms(auto, 99),
+            "queued_p99_ms": _ms(sorted(self.queued), 99),
+            "decide_p50_ms": _ms(sorted(self.deciding), 50),
+            "decide_p99_ms": _ms(sorted(self.deciding), 99),
             "rss_mib": round(self.rss_kib / 1024, 1),
         }
 
@@ -93,7 +100,7 @@ class Soak:
 class SoakAgent:
     """One agent socket with many calls in flight, answered by `ref`."""
 
-    def __init__(self, ws: ClientConnection, soak: Soak, asks: asyncio.Queue[str]) -> None:
+    def __init__(self, ws: ClientConnection, soak: Soak, asks: Asks) -> None:
         self.ws, self.soak, self.asks = ws, soak, asks
         self.waiting: dict[str, tuple[float, bool, asyncio.Future[None]]] = {}
         self.reader = asyncio.ensure_future(self.read())
@@ -104,7 +111,7 @@ class SoakAgent:
                 frame = json.loads(raw)
                 ref = str(frame.get("ref"))
                 if frame.get("type") == "pending":
-                    await self.asks.put(frame["id"])
+                    await self.asks.put((frame["id"], time.perf_counter()))
                 elif frame.get("type") in ("decision", "error") and ref in self.waiting:
                     sent, auto, future = self.waiting.pop(ref)
                     if frame["type"] == "error":
@@ -156,15 +163,21 @@ async def agent_loop(agent: SoakAgent, rate: float, ask_every: int, until: float
     await asyncio.gather(*tasks)
 
 
-async def approver_loop(http: httpx.AsyncClient, asks: asyncio.Queue[str], soak: Soak, stop: asyncio.Event) -> None:
+async def approver_loop(
+    http: httpx.AsyncClient, asks: asyncio.Queue[tuple[str, float]], soak: Soak, stop: asyncio.Event
+) -> None:
     while not stop.is_set():
         try:
-            request_id = await asyncio.wait_for(asks.get(), 0.5)
+            request_id, pending_at = await asyncio.wait_for(asks.get(), 0.5)
         except TimeoutError:
             continue
+        taken_at = time.perf_counter()
         response = await http.post(
             f"/api/v1/permission-requests/{request_id}/decision", json={"behavior": random.choice(["allow", "deny"])}
         )
+        window = soak.window()
+        window.queued.append(taken_at - pending_at)
+        window.deciding.append(time.perf_counter() - taken_at)
         if response.status_code == 200:
             soak.asks_decided += 1
         else:
@@ -198,7 +211,7 @@ async def sample_memory(servers: list[Server], soak: Soak, stop: asyncio.Event) 
 async def run(servers: list[Server], fixtures: dict[str, Any], args: argparse.Namespace) -> Soak:
     """Agents and dashboards spread round-robin over the server processes."""
     soak = Soak()
-    asks: asyncio.Queue[str] = asyncio.Queue()
+    asks: Asks = asyncio.Queue()
     stop = asyncio.Event()
     tokens = fixtures["socket_agent_tokens"][: args.agents]
     sessions = fixtures["sessions"][: args.dashboards]
@@ -267,6 +280,8 @@ def verdict(soak: Soak) -> dict[str, Any]:
         "p99_ms": round(p99(windows), 1),
         "auto_p50_ms": _ms(auto, 50),
         "auto_p99_ms": _ms(auto, 99),
+        "decide_p50_ms": _ms(sorted(v for w in windows for v in w.deciding), 50),
+        "decide_p99_ms": _ms(sorted(v for w in windows for v in w.deciding), 99),
         "p99_first_minute_ms": round(first_p99, 1),
         "p99_last_minute_ms": round(last_p99, 1),
         "rss_first_mib": round(max(rss[:per_minute]) / 1024, 1) if rss else None,

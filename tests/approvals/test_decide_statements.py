@@ -14,6 +14,7 @@ from django.utils import timezone
 from approvals import services
 from approvals.audit import verify_chain, verify_row
 from approvals.models import AuditSearch, Decision, PermissionRequest, RequestState, Rule, RuleSource
+from approvals.written import spelled_out
 
 
 def _decide(request: Any, behavior: str = "allow", **answer: Any) -> tuple[Any, list[str]]:
@@ -21,7 +22,7 @@ def _decide(request: Any, behavior: str = "allow", **answer: Any) -> tuple[Any, 
         result = services.request_decide(
             request.pk, services.Answer(behavior=behavior, surface="api", decided_by="alice", **answer), loaded=request
         )
-    return result, [query["sql"] for query in captured.captured_queries]
+    return result, [spelled_out(query["sql"]) for query in captured.captured_queries]
 
 
 def _chain_intact() -> bool:
