@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from approvals.audit_search import search_text
 from approvals.models import AuditKind, AuditSearch, Decision, PermissionRequest
-from approvals.written import Prepared, Statement, WrittenInsert, run_together
+from approvals.written import Statement, WrittenInsert, run_together
 
 log = logging.getLogger(__name__)
 
@@ -176,10 +176,7 @@ def lock_chain_head() -> None:
 
 
 def _chain_lock() -> list[Statement]:
-    return [(_CHAIN_LOCK, [CHAIN_LOCK_KEY])] if connection.vendor == "postgresql" else []
-
-
-_CHAIN_LOCK = Prepared("SELECT pg_advisory_xact_lock(%s)")
+    return [("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK_KEY])] if connection.vendor == "postgresql" else []
 
 
 # The hash the live table's first row follows: the last archive cut's head, else genesis
@@ -328,7 +325,7 @@ _DECISION_INSERT = WrittenInsert(
 NEWEST_ROW = "SELECT id FROM approvals_decision ORDER BY id DESC LIMIT 1"
 # A request decided at submit, stored with its audit row and naming it (`new_request`).
 _NEW_REQUEST_INSERT = WrittenInsert(PermissionRequest, computed={"decision": NEWEST_ROW})
-_LINKS: dict[str, tuple[Prepared, Prepared]] = {}
+_LINKS: dict[str, tuple[str, str]] = {}
 
 
 def _chain_links(
@@ -346,14 +343,10 @@ def _chain_links(
         pk = quote(row.pk.column)
         newest = f"SELECT {pk} FROM {quote(row.db_table)} ORDER BY {pk} DESC LIMIT 1"  # noqa: S608
         found = _LINKS[connection.vendor] = (
-            Prepared(
-                f"INSERT INTO {quote(search.db_table)} ({quote(search.get_field('decision').column)},"  # noqa: S608
-                f" {quote(search.get_field('text').column)}) VALUES (({newest}), %s)"
-            ),
-            Prepared(
-                f"UPDATE {quote(req.db_table)} SET {quote(req.get_field('decision').column)} = ({newest})"  # noqa: S608
-                f" WHERE {quote(req.pk.column)} = %s"
-            ),
+            f"INSERT INTO {quote(search.db_table)} ({quote(search.get_field('decision').column)},"  # noqa: S608
+            f" {quote(search.get_field('text').column)}) VALUES (({newest}), %s)",
+            f"UPDATE {quote(req.db_table)} SET {quote(req.get_field('decision').column)} = ({newest})"  # noqa: S608
+            f" WHERE {quote(req.pk.column)} = %s",
         )
     index, names = found
     statements: list[Statement] = [(index, [text])]

@@ -21,10 +21,6 @@ database engine from the models' own `_meta`, so they follow a migration unedite
 - `run_together`: statements that follow one another, sent in one round trip where the
   database allows (the chain's lock, the audit row, its search text and the request
   naming it).
-- `Prepared` and `send`: a statement of fixed text (the token's read, the request's, the
-  submit's context, the inserts, the chain's lock) is prepared once per PostgreSQL
-  connection and then run by name, so the server parses and plans it once, not on every
-  call (`send`).
 - `message_transaction`: a transaction that is that one message, with no BEGIN and COMMIT
   of its own on PostgreSQL (a call decided at submit, an ask's insert).
 - `table` and `column`: the quoted names a statement written by hand takes from the
@@ -38,14 +34,11 @@ on SQLite and PostgreSQL.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import re
-import weakref
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, NotSupportedError, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, NotSupportedError, connection, connections, transaction
 from django.db.models import Field, ForeignKey, Model
 from django.db.models.sql import Query
 from django.db.transaction import TransactionManagementError
@@ -98,9 +91,7 @@ class _Statement:
         # Every name comes from the models' metadata, quoted; the values are parameters.
         self.select = f"SELECT {', '.join(columns)} FROM {quote(model._meta.db_table)} t0{''.join(joins)}"  # noqa: S608
         self.matched = [f"t0.{quote(str(f.column))}" for f in self.match]
-        self.sql = Prepared(
-            f"{self.select} WHERE {' AND '.join([f'{m} = %s' for m in self.matched] + self.also)} LIMIT 1"
-        )
+        self.sql = f"{self.select} WHERE {' AND '.join([f'{m} = %s' for m in self.matched] + self.also)} LIMIT 1"
         self.compiler = connection.ops.compiler("SQLCompiler")(Query(model), connection, connection.alias)
         self.converters = self.compiler.get_converters(cols)
 
@@ -172,7 +163,7 @@ class JoinedRead(Generic[M]):
 
     def _read(self, statement: _Statement, sql: str, params: Sequence[Any]) -> Iterator[M]:
         with connection.cursor() as cursor:
-            send(cursor, [(sql, params)])
+            cursor.execute(sql, params)
             rows = cursor.fetchall()
         return self._instances(statement, rows)
 
@@ -264,7 +255,7 @@ class WrittenInsert:
                 raise NotSupportedError(f"{connection.vendor} cannot return what an insert of {meta.label} computes")
             else:
                 returned = []
-            found = self._statements[connection.vendor] = (Prepared(sql), fields, returned)
+            found = self._statements[connection.vendor] = (sql, fields, returned)
         return found
 
     def insert(
@@ -285,7 +276,7 @@ class WrittenInsert:
         if auto is not None and not returned:  # an engine that cannot return the new id
             run_together(before)
             with connection.cursor() as cursor:
-                send(cursor, [(sql, params)])
+                cursor.execute(sql, params)
                 new_id = connection.ops.last_insert_id(cursor, self.model._meta.db_table, auto.column)
             setattr(instance, auto.attname, new_id)
             run_together(then)
@@ -352,115 +343,16 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]
         return results
     with connection.cursor() as cursor:
         if _one_message():
-            send(cursor, statements)
+            cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
             while True:
                 results.append(cursor.fetchall() if cursor.description is not None else [])
                 if not cursor.nextset():
                     break
         else:
-            for statement in statements:
-                send(cursor, [statement])
+            for sql, params in statements:
+                cursor.execute(sql, params)
                 results.append(cursor.fetchall() if cursor.description is not None else [])
     return results
-
-
-class Prepared(str):
-    """SQL of fixed text, written once per process, that `send` prepares on PostgreSQL.
-
-    - Only statements whose text never varies from call to call: each text is prepared
-      once on each connection and stays there (a few kilobytes of the server's memory).
-    - Every parameter's type must follow from where it stands (a column it is compared
-      with or stored in, a function's argument): PostgreSQL infers them as it prepares.
-    """
-
-    __slots__ = ()
-
-
-@dataclass
-class _Connection:
-    """What one PostgreSQL connection has prepared."""
-
-    prepared: set[str]
-    # Prepared by a message that then failed, so perhaps there and perhaps not: sent as text.
-    unsure: set[str]
-    plain: bool = False  # it lost statements it had prepared (a pooler's reset): text only
-
-
-_CONNECTIONS: weakref.WeakKeyDictionary[Any, _Connection] = weakref.WeakKeyDictionary()
-_NAMES: dict[str, tuple[str, str]] = {}
-_TEXTS: dict[str, str] = {}  # a name's statement, as written
-_PLACEHOLDER = re.compile(r"%[s%]")
-_EXECUTE = re.compile(r"EXECUTE (gh_[0-9a-f]{24})")
-# The statement named was not there, or was already: what was known of the connection is wrong.
-_LOST_TRACK = ("26000", "42P05")
-
-
-def _named(sql: str) -> tuple[str, str]:
-    """The statement's name on the server and its `PREPARE` (placeholders numbered)."""
-    found = _NAMES.get(sql)
-    if found is None:
-        numbers = iter(range(1, sql.count("%s") + 1))
-        body = _PLACEHOLDER.sub(lambda m: "%%" if m.group() == "%%" else f"${next(numbers)}", sql)
-        name = f"gh_{hashlib.sha256(sql.encode()).hexdigest()[:24]}"
-        found = _NAMES[sql] = (name, f"PREPARE {name} AS {body}")
-        _TEXTS[name] = sql
-    return found
-
-
-def spelled_out(message: str) -> str:
-    """A message as `send` sent it, each statement as written: its `PREPARE`s left out, and
-    each `EXECUTE name` spelled as the statement it names (its parameters still after it)."""
-    while message.startswith("PREPARE gh_"):
-        prepared = _NAMES[_TEXTS[message.removeprefix("PREPARE ")[:27]]][1]
-        # Before psycopg binds the parameters, or after (`%%` sent as `%`).
-        form = prepared if message.startswith(prepared) else prepared.replace("%%", "%")
-        message = message[len(form) + 2 :]
-    return _EXECUTE.sub(lambda m: _TEXTS.get(m.group(1), m.group()), message)
-
-
-def send(cursor: Any, statements: Sequence[Statement]) -> None:
-    """Execute `statements` on `cursor` as one message (PostgreSQL) or one statement (others).
-
-    - On PostgreSQL a `Prepared` statement runs as `EXECUTE name(…)`, its parameters bound
-      client-side as every statement's are; the first time on a connection its `PREPARE`
-      goes first in the same message (PostgreSQL keeps a prepared statement for the
-      session, whatever becomes of the transaction). After five runs the server plans it
-      once for all parameters, where it parsed and planned the text every time.
-    - The cursor is left at the first statement's result, as if the text had been sent.
-    """
-    if not _one_message():
-        [(sql, params)] = statements
-        cursor.execute(sql, params)
-        return
-    raw = connection.connection
-    state = _CONNECTIONS.get(raw)
-    if state is None:
-        state = _CONNECTIONS[raw] = _Connection(set(), set())
-    prepare: list[str] = []
-    texts: list[str] = []
-    new: list[str] = []
-    for sql, params in statements:
-        if not isinstance(sql, Prepared) or state.plain:
-            texts.append(sql)
-            continue
-        name, prepared = _named(sql)
-        if name in state.unsure:
-            texts.append(sql)
-            continue
-        if name not in state.prepared:
-            prepare.append(prepared)
-            new.append(name)
-        texts.append(f"EXECUTE {name}({', '.join(['%s'] * len(params))})" if params else f"EXECUTE {name}")
-    try:
-        cursor.execute("; ".join([*prepare, *texts]), [p for _, params in statements for p in params])
-    except DatabaseError as exc:
-        if getattr(exc.__cause__, "sqlstate", None) in _LOST_TRACK:
-            state.plain = True
-        state.unsure.update(new)
-        raise
-    state.prepared.update(new)
-    for _ in prepare:
-        cursor.nextset()
 
 
 @contextlib.contextmanager
@@ -497,7 +389,7 @@ def message_transaction(*, alone: bool = True) -> Iterator[bool]:
         if sent:
             raise TransactionManagementError(
                 "a message transaction sends one message; this statement would run outside it: "
-                f"{spelled_out(sql)[:80]!r} (use alone=False)"
+                f"{sql[:80]!r} (use alone=False)"
             )
         sent = True
         return execute(sql, params, many, context)

@@ -233,7 +233,6 @@ DB_ENGINE_SUITES = (
     "tests/approvals/test_audit_checkpoints.py",
     "tests/approvals/test_audit_coverage.py",
     "tests/approvals/test_decide_statements.py",
-    "tests/approvals/test_prepared.py",
     "tests/approvals/test_api_decide.py",
     "tests/approvals/test_api_long_poll.py",
     "tests/approvals/test_api_rules.py",

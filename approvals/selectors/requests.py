@@ -24,7 +24,7 @@ from approvals.models import (
     RequestState,
     TeamSettings,
 )
-from approvals.written import JoinedRead, ModelColumns, Prepared, column, run_together, send, table
+from approvals.written import JoinedRead, ModelColumns, column, run_together, table
 from policy import grants
 
 
@@ -56,9 +56,9 @@ _SETTINGS = ModelColumns(TeamSettings, "s")
 
 
 @functools.cache
-def _submit_context_sql(vendor: str, with_session: bool) -> Prepared:
+def _submit_context_sql(vendor: str, with_session: bool) -> str:
     denials = "(SELECT state FROM approvals_sessiondenials WHERE agent_id = %s AND session_id = %s)"
-    return Prepared(_SUBMIT_CONTEXT_SQL.format(settings=_SETTINGS.columns, denials=denials if with_session else "NULL"))
+    return _SUBMIT_CONTEXT_SQL.format(settings=_SETTINGS.columns, denials=denials if with_session else "NULL")
 
 
 def submit_context(*, agent: Agent, tool_use_id: str, session_id: str, pending_limit: int) -> SubmitContext:
@@ -78,7 +78,7 @@ def submit_context(*, agent: Agent, tool_use_id: str, session_id: str, pending_l
     # The settings' columns become a TeamSettings (through the database's converters); the
     # others come back as the database sends them.
     with connection.cursor() as cursor:
-        send(cursor, [(_submit_context_sql(connection.vendor, bool(session_id)), params)])
+        cursor.execute(_submit_context_sql(connection.vendor, bool(session_id)), params)
         [(settings, (replayed, denial_state, paused, rules_version, pending))] = _SETTINGS.rows(cursor.fetchall())
     if isinstance(denial_state, str):  # JSON comes back as text on both databases
         denial_state = json.loads(denial_state)

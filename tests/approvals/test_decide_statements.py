@@ -14,7 +14,6 @@ from django.utils import timezone
 from approvals import services
 from approvals.audit import verify_chain, verify_row
 from approvals.models import AuditSearch, Decision, PermissionRequest, RequestState, Rule, RuleSource
-from approvals.written import spelled_out
 
 
 def _decide(request: Any, behavior: str = "allow", **answer: Any) -> tuple[Any, list[str]]:
@@ -22,7 +21,7 @@ def _decide(request: Any, behavior: str = "allow", **answer: Any) -> tuple[Any, 
         result = services.request_decide(
             request.pk, services.Answer(behavior=behavior, surface="api", decided_by="alice", **answer), loaded=request
         )
-    return result, [spelled_out(query["sql"]) for query in captured.captured_queries]
+    return result, [query["sql"] for query in captured.captured_queries]
 
 
 def _chain_intact() -> bool:

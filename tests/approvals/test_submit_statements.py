@@ -11,7 +11,6 @@ from django.test.utils import CaptureQueriesContext
 from approvals import services
 from approvals.audit import verify_row
 from approvals.models import AuditSearch, Decision, PermissionRequest, SessionDenials
-from approvals.written import spelled_out
 
 CALL = {"tool_name": "Bash", "tool_input": {"command": "git status"}, "session_id": "s1", "cwd": "/srv/app"}
 
@@ -19,7 +18,7 @@ CALL = {"tool_name": "Bash", "tool_input": {"command": "git status"}, "session_i
 def _submit(agent: Any, tool_use_id: str, **extra: Any) -> tuple[Any, list[str]]:
     with CaptureQueriesContext(connection) as captured:
         result = services.request_submit(agent=agent, call={**CALL, "tool_use_id": tool_use_id, **extra})
-    return result, [spelled_out(query["sql"]) for query in captured.captured_queries]
+    return result, [query["sql"] for query in captured.captured_queries]
 
 
 # Transactional: inside the test's own transaction every atomic block would be a savepoint.
