@@ -38,16 +38,25 @@ def submit(ci_bot: AgentPersona) -> Callable[..., Any]:
     return make
 
 
-@pytest.fixture
-def approve(submit: Any) -> Callable[..., Any]:
-    """`approve("npm run test", session="s2")`: ci-bot asks and Alice answers (allow by default)."""
+@pytest.fixture(params=["service", "api"])
+def approve(request: pytest.FixtureRequest, submit: Any, api_as: Any, alice: Any) -> Callable[..., Any]:
+    """`approve("npm run test", session="s2")`: ci-bot asks and Alice answers (allow by default).
+
+    Through the service, which reads the team's autopilot itself, and over the API, which
+    reads it with the request and hands it to the service: every test holds both.
+    """
 
     def make(command: str = "", *, behavior: str = "allow", session: str = "s1", **call: Any) -> Any:
         result = submit(command, session=session, **call)
         assert result.decision is None, f"the engine should ask for {command or call}"
-        services.request_decide(
-            result.request.pk, services.Answer(behavior=behavior, surface="api", decided_by="alice")
-        )
+        if request.param == "api":
+            url = f"/api/v1/permission-requests/{result.request.pk}/decision"
+            response = api_as(alice).post(url, {"behavior": behavior})
+            assert response.status_code == 200, response.content
+        else:
+            services.request_decide(
+                result.request.pk, services.Answer(behavior=behavior, surface="api", decided_by="alice")
+            )
         return result.request
 
     return make
