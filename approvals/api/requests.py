@@ -93,28 +93,25 @@ def visible_request(request: Request, request_id: uuid.UUID) -> PermissionReques
     raise exceptions.NotFound(f"No permission request {request_id} that you can see.")
 
 
-def decidable_request(request: Request, request_id: uuid.UUID) -> tuple[PermissionRequest, selectors.TeamAutopilot]:
-    """The request (and its team's autopilot) if the caller, a person, may decide it: 404 as
-    `visible_request` when they cannot see it, 403 when they may only watch its team.
+def decidable_request(request: Request, request_id: uuid.UUID) -> PermissionRequest:
+    """The request if the caller (a person) may decide it: 404 as `visible_request` when
+    they cannot see it, 403 when they may only watch its team.
 
-    - One round trip reads the request, the person's role in its team, which serves both
-      checks, and the team's autopilot, which the decision then need not read.
+    - One round trip reads the request and the person's role in its team, which serves
+      both checks.
     """
-    found, role = selectors.Decidable(None, None, None), None
+    found, role = None, None
     person: int | None = request.user.pk  # None: not signed in, so no request to see
     if person is not None:
-        found = selectors.decidable(request_id, person)
-        membership = found.membership
-        role = (
-            permissions.role_among(request.user, {person: membership} if membership else {}) if found.request else None
-        )
-    if found.request is None or found.autopilot is None or role is None:
+        found, membership = selectors.request_and_membership(request_id, person)
+        role = permissions.role_among(request.user, {person: membership} if membership else {}) if found else None
+    if found is None or role is None:
         raise exceptions.NotFound(f"No permission request {request_id} that you can see.")
     if not permissions.at_least(role, Role.APPROVER):
         raise exceptions.PermissionDenied(
-            f"You can see team {found.request.team.name!r}'s requests but only its {Role.APPROVER}s can decide them."
+            f"You can see team {found.team.name!r}'s requests but only its {Role.APPROVER}s can decide them."
         )
-    return found.request, found.autopilot
+    return found
 
 
 class PermissionRequestSubmitApi(ApiView):
@@ -299,7 +296,7 @@ class PermissionRequestDecideApi(ApiView):
         "everyone after gets 409 naming who decided and via what.",
     )
     def post(self, request: Request, request_id: uuid.UUID) -> Response:
-        found, autopilot = decidable_request(request, request_id)
+        found = decidable_request(request, request_id)
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -315,7 +312,7 @@ class PermissionRequestDecideApi(ApiView):
                 answers=data["answers"],
                 reason_extra={"interrupt": True} if data["interrupt"] else None,
             )
-            result = services.request_decide(found.pk, answer, loaded=found, autopilot=autopilot)
+            result = services.request_decide(found.pk, answer, loaded=found)
         except services.ServiceError as exc:
             raise exceptions.ValidationError({"non_field_errors": [str(exc)]}) from None
         except services.AuditUnavailable:
@@ -367,7 +364,7 @@ class PermissionRequestBatchDecideApi(ApiView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        found = [decidable_request(request, pk)[0] for pk in data["ids"]]
+        found = [decidable_request(request, pk) for pk in data["ids"]]
         try:
             results = services.request_decide_batch(
                 requests=found,

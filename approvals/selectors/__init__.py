@@ -52,9 +52,7 @@ from approvals.selectors.payloads import (
     request_payload,
 )
 from approvals.selectors.requests import (
-    Decidable,
     SubmitContext,
-    decidable,
     decision_for,
     grant_rule_for,
     joined_decision,
@@ -65,6 +63,7 @@ from approvals.selectors.requests import (
     pending_requests,
     prompted_request_not_run,
     recently_finished,
+    request_and_membership,
     request_by_tool_use_id,
     request_get,
     request_matching,
@@ -77,7 +76,6 @@ from approvals.selectors.requests import (
     submit_context,
 )
 from approvals.selectors.rules import (
-    TeamAutopilot,
     TeamRules,
     autopilot_approvals,
     autopilot_rules,
@@ -100,9 +98,7 @@ __all__ = [
     "DENIAL_DIMENSIONS",
     "RUBBER_STAMP_MS",
     "ApproverStats",
-    "Decidable",
     "SubmitContext",
-    "TeamAutopilot",
     "TeamRules",
     "agent_by_token_hash",
     "agent_in_team",
@@ -115,7 +111,6 @@ __all__ = [
     "autopilot_rules",
     "autopilot_setting",
     "chat_identities_for",
-    "decidable",
     "decision_for",
     "decision_payload",
     "decision_period",
@@ -141,6 +136,7 @@ __all__ = [
     "personal_tokens_of",
     "prompted_request_not_run",
     "recently_finished",
+    "request_and_membership",
     "request_by_tool_use_id",
     "request_get",
     "request_matching",

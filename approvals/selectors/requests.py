@@ -24,7 +24,6 @@ from approvals.models import (
     RequestState,
     TeamSettings,
 )
-from approvals.selectors.rules import TeamAutopilot, team_autopilot, team_autopilot_statements
 from approvals.written import JoinedRead, ModelColumns, column, run_together, table
 from policy import grants
 
@@ -114,35 +113,20 @@ def request_get(request_id: Any) -> PermissionRequest | None:
 _REQUEST = JoinedRead(PermissionRequest, relations=("agent", "team"), match=("id",))
 
 
-@dataclass(frozen=True)
-class Decidable:
-    """What a person's decision over the API starts with, read in one round trip."""
-
-    request: PermissionRequest | None  # as `request_get` reads it
-    membership: str | None  # the person's membership role in its team; None without one
-    autopilot: TeamAutopilot | None  # the team's autopilot (None without a request)
-
-
-def decidable(request_id: uuid.UUID, user_id: int) -> Decidable:
-    """The request, the person's membership role in its team (`permissions.role_among` makes
-    it a role) and its team's autopilot, in one round trip: what a person's decision over
-    the API starts with, which `request_decide` would otherwise read in two more."""
+def request_and_membership(request_id: uuid.UUID, user_id: int) -> tuple[PermissionRequest | None, str | None]:
+    """The request (as `request_get` reads it) and the person's membership role in its team
+    (None without one; `permissions.role_among` makes it a role), in one round trip: what a
+    person's decision over the API starts with."""
     pk = PermissionRequest._meta.pk
     assert pk is not None
-    request_pk = pk.get_db_prep_value(request_id, connection)
-    found, membership, setting, rules = run_together(
+    found, membership = run_together(
         [
             _REQUEST.first_statement(request_id),
-            (_membership_sql(connection.vendor), [user_id, request_pk]),
-            *team_autopilot_statements(request_pk),
+            (_membership_sql(connection.vendor), [user_id, pk.get_db_prep_value(request_id, connection)]),
         ]
     )
     request = next(iter(_REQUEST.instances(found)), None)
-    if request is None:
-        return Decidable(None, None, None)
-    return Decidable(
-        request, str(membership[0][0]) if membership else None, team_autopilot(request.team_id, setting, rules)
-    )
+    return request, (str(membership[0][0]) if request is not None and membership else None)
 
 
 @functools.cache

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
@@ -16,14 +15,13 @@ from approvals.models import (
     AuditKind,
     AutopilotSetting,
     Decision,
-    PermissionRequest,
     Rule,
     RuleScope,
     RuleSource,
     RulesVersion,
     TeamSettings,
 )
-from approvals.written import JoinedRead, Statement, column, table
+from approvals.written import JoinedRead
 
 
 def rules_applying_to(*, agent: Agent, session_id: str, cwd: str) -> list[Rule]:
@@ -118,39 +116,6 @@ def autopilot_setting(team_id: int) -> AutopilotSetting:
 
 # One row per team at most: the team is its primary key.
 _AUTOPILOT = JoinedRead(AutopilotSetting, relations=(), match=("team",))
-_RULES = JoinedRead(Rule, relations=(), match=())
-
-
-@dataclass(frozen=True)
-class TeamAutopilot:
-    """A team's autopilot as a person's decision finds it: its setting (an allow may earn a
-    promotion) and its rules, expired or not (a deny demotes those that would allow the call)."""
-
-    setting: AutopilotSetting
-    rules: list[Rule]
-
-
-def team_autopilot_statements(request_pk: Any) -> list[Statement]:
-    """The two reads of `team_autopilot` for the team of the request with this primary key
-    (its database value), to send with others (`run_together`)."""
-    request_team, request_id = column(PermissionRequest, "team"), column(PermissionRequest, "id")
-    team = f"(SELECT {request_team} FROM {table(PermissionRequest)} WHERE {request_id} = %s)"  # noqa: S608
-    return [
-        _AUTOPILOT.where_statement(f"t0.{column(AutopilotSetting, 'team')} = {team}", [request_pk]),
-        _RULES.where_statement(
-            f"t0.{column(Rule, 'team')} = {team} AND t0.{column(Rule, 'source')} = %s",
-            [request_pk, RuleSource.AUTOPILOT],
-            order=f"t0.{column(Rule, 'id')}",
-        ),
-    ]
-
-
-def team_autopilot(
-    team_id: int, setting_rows: list[tuple[Any, ...]], rule_rows: list[tuple[Any, ...]]
-) -> TeamAutopilot:
-    """What `team_autopilot_statements` read, for the team with this id."""
-    setting = next(iter(_AUTOPILOT.instances(setting_rows)), None) or AutopilotSetting(team_id=team_id)
-    return TeamAutopilot(setting, _RULES.instances(rule_rows))
 
 
 def autopilot_rules(team_ids: list[int] | None) -> QuerySet[Rule]:

@@ -48,18 +48,15 @@ def autopilot_configure(*, team: Team, enabled: bool, **limits: int | None) -> A
     return setting
 
 
-def autopilot_to_demote(request: PermissionRequest, rules: list[Rule] | None = None) -> list[Rule]:
+def autopilot_to_demote(request: PermissionRequest) -> list[Rule]:
     """The autopilot rules that would allow this call, which a person's deny of it demotes.
 
     - Read before the deny's transaction; `autopilot_demote` deletes them inside it, so no
       later call meets them once the deny has committed. A rule promoted after this read
       is missed as it would be by a read inside the transaction (each statement sees what
       had committed when it started), and its promotion saw no deny to hold it back.
-    - `rules`: the team's autopilot rules as the caller read them with the request
-      (`selectors.decidable`); read here otherwise.
     """
-    if rules is None:
-        rules = list(Rule.objects.filter(team_id=request.team_id, source=RuleSource.AUTOPILOT))
+    rules = list(Rule.objects.filter(team_id=request.team_id, source=RuleSource.AUTOPILOT))
     if not rules:
         return []
     doc = learning.request_engine_input(request)
@@ -77,16 +74,16 @@ def autopilot_demote(demoted: list[Rule]) -> dict[str, Any]:
     return {"demoted_autopilot": [r.rule for r in demoted]}
 
 
-def autopilot_after_allow(request: PermissionRequest, setting: AutopilotSetting | None = None) -> None:
+def autopilot_after_allow(request: PermissionRequest) -> None:
     # The person's allow has committed and been announced: a failure here may cost the
     # autopilot a promotion, never the decision, so it is logged and not raised.
     try:
-        autopilot_consider(request=request, setting=setting)
+        autopilot_consider(request=request)
     except DatabaseError as exc:
         log.error("autopilot could not consider request %s: %s", request.pk, exc)
 
 
-def autopilot_consider(*, request: PermissionRequest, setting: AutopilotSetting | None = None) -> Rule | None:
+def autopilot_consider(*, request: PermissionRequest) -> Rule | None:
     """After a person allowed this call, save its narrow pattern as an autopilot rule if earned.
 
     - Only for a team that turned the autopilot on; the rule lives `trial_hours`.
@@ -95,13 +92,10 @@ def autopilot_consider(*, request: PermissionRequest, setting: AutopilotSetting 
     - Never for a destructive call, and never when the rule would not decide the call
       itself: a protected path, or a deny or ask rule (a policySettings one reserving the
       call for a person) still wins over it, so such a pattern is never saved.
-    - `setting`: the team's setting as the caller read it with the request, in the same
-      request moments before (`selectors.decidable`); read here otherwise.
     - The rule and its `autopilot` audit row (naming this request, the rule, its expiry
       and the evidence) commit together: no promotion is missing from the hash chain.
     """
-    if setting is None:
-        setting = selectors.autopilot_setting(request.team_id)
+    setting = selectors.autopilot_setting(request.team_id)
     if not setting.enabled:
         return None
     rule = _autopilot_pattern(request)

@@ -48,11 +48,7 @@ log = logging.getLogger(__name__)
 
 
 def request_decide(
-    request_id: uuid.UUID | str,
-    answer: Answer,
-    *,
-    loaded: PermissionRequest | None = None,
-    autopilot: selectors.TeamAutopilot | None = None,
+    request_id: uuid.UUID | str, answer: Answer, *, loaded: PermissionRequest | None = None
 ) -> DecideResult:
     """Answer a pending request: claim it, fence it, audit it, then announce it.
 
@@ -60,9 +56,7 @@ def request_decide(
       (`state = 'pending'`, version bump) is the fence, so a claim-store fault can
       never produce a second decision.
     - `loaded`: the request as the caller already read it, which saves reading it
-      again; the fence decides all the same. `autopilot`: its team's autopilot as the
-      caller read it with the request (`selectors.decidable`), which saves the read of the
-      rules a deny demotes, or of the setting after an allow.
+      again; the fence decides all the same.
     - `answer.answers`: a person's answers to an AskUserQuestion call (question → label);
       the allow then carries them in `updated_input` (`approvals.questions`).
     - Returns `won=False` with the winner's decision for every loser.
@@ -78,13 +72,13 @@ def request_decide(
         # The holder neither finished nor let go in time (it may have died): the
         # database fence below still lets only one of us decide.
     try:
-        result = _decide_fenced(request_id, answer, loaded=loaded, autopilot=autopilot)
+        result = _decide_fenced(request_id, answer, loaded=loaded)
     finally:
         if claim is not None:
             claim.release()
     if result.won and result.vote is None and answer.reason_type == "user" and answer.behavior == "allow":
         # Never after a quorum: what needs several people must never become a rule.
-        autopilot_after_allow(result.request, autopilot.setting if autopilot is not None else None)
+        autopilot_after_allow(result.request)
     return result
 
 
@@ -153,13 +147,7 @@ def _await_holder(store: ClaimStore, request_id: uuid.UUID | str) -> DecideResul
     return DecideResult(False, request, selectors.joined_decision(request))
 
 
-def _decide_fenced(
-    request_id: uuid.UUID | str,
-    answer: Answer,
-    *,
-    loaded: PermissionRequest | None,
-    autopilot: selectors.TeamAutopilot | None,
-) -> DecideResult:
+def _decide_fenced(request_id: uuid.UUID | str, answer: Answer, *, loaded: PermissionRequest | None) -> DecideResult:
     reason = {
         "type": answer.reason_type,
         "decided_by": answer.by,
@@ -185,11 +173,7 @@ def _decide_fenced(
         # One deny ends a quorum; its row names whoever had approved.
         reason["approvers"] = approvers_so_far(loaded)
     _refuse_unanswered(loaded, answer)
-    demoted = (
-        autopilot_to_demote(loaded, autopilot.rules if autopilot is not None else None)
-        if answer.behavior == "deny" and reason["type"] == "user"
-        else []
-    )
+    demoted = autopilot_to_demote(loaded) if answer.behavior == "deny" and reason["type"] == "user" else []
     remembering = answer.behavior == "allow" and answer.remember != "once"
     statement, request = _fence_statement(loaded, RequestState.DECIDED, before_deadline=True)
     try:

@@ -108,20 +108,14 @@ class DecideTests:
         response = api_as(mallory).post(decide_url(pending()), {"behavior": "allow"})
         assert response.status_code == 404
 
-    @pytest.mark.parametrize("behavior", ["allow", "deny"])
-    def test_it_reads_the_token_the_request_the_role_and_the_autopilot_once_each(
-        self, api_as: Any, alice: Any, pending: Any, behavior: str
-    ) -> None:
+    def test_it_reads_the_token_the_request_and_the_role_once_each(self, api_as: Any, alice: Any, pending: Any) -> None:
         request, client = pending(), api_as(alice)
         with CaptureQueriesContext(connection) as captured:
-            response = client.post(decide_url(request), {"behavior": behavior})
+            response = client.post(decide_url(request), {"behavior": "deny"})
         assert response.status_code == 200, response.content
         reads = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("SELECT")]
-        # The autopilot's setting (an allow may promote) and rules (a deny demotes) come
-        # with the request and the role, in one round trip on PostgreSQL.
-        for table in ("approvals_personaltoken", "approvals_membership", "approvals_autopilotsetting"):
+        for table in ("approvals_personaltoken", "approvals_membership"):
             assert len([q for q in reads if f'FROM "{table}"' in q]) == 1, (table, reads)
-        assert len([q for q in reads if 'FROM "approvals_rule"' in q]) == 1, reads
         # A person's token is never looked up among the agents'.
         assert not [q for q in reads if 'FROM "approvals_agent"' in q], reads
 

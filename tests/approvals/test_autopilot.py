@@ -40,11 +40,8 @@ def submit(ci_bot: AgentPersona) -> Callable[..., Any]:
 
 @pytest.fixture(params=["service", "api"])
 def approve(request: pytest.FixtureRequest, submit: Any, api_as: Any, alice: Any) -> Callable[..., Any]:
-    """`approve("npm run test", session="s2")`: ci-bot asks and Alice answers (allow by default).
-
-    Through the service, which reads the team's autopilot itself, and over the API, which
-    reads it with the request and hands it to the service: every test holds both.
-    """
+    """`approve("npm run test", session="s2")`: ci-bot asks and Alice answers (allow by default),
+    through the service and over the API: every test holds both."""
 
     def make(command: str = "", *, behavior: str = "allow", session: str = "s1", **call: Any) -> Any:
         result = submit(command, session=session, **call)
