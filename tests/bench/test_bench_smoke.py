@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import ab, fig_engine, fig_push, report, soak
+from bench.env import PG_ADMIN_URL, pg_answers
 from bench.stats import Figure, Row, percentile, summary_ms
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,8 +124,10 @@ class HarnessTests:
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert "| server CPU per submit, ms |" in proc.stdout
+        assert "| server and PostgreSQL CPU per submit, ms |" in proc.stdout
         rounds = json.loads(out.read_text())["rounds"]
-        assert all(len(rounds[side]["submit_cpu_ms"]) == 2 for side in ("this", "other"))
+        for side in ("this", "other"):
+            assert len(rounds[side]["submit_cpu_ms"]) == len(rounds[side]["submit_db_cpu_ms"]) == 2
 
 
 class PairedTests:
@@ -140,12 +143,33 @@ class PairedTests:
             ab.paired([], [])
 
     def test_it_compares_each_server_against_its_own_no_op(self) -> None:
-        turns = {
-            "this": ab.Turns(submit_cpu_ms=[6.0, 8.0], noop_cpu_ms=[2.0, 2.0], submit_p50_ms=[7.0, 9.0]),
-            "other": ab.Turns(submit_cpu_ms=[9.0, 9.0], noop_cpu_ms=[3.0, 2.0], submit_p50_ms=[9.0, 9.0]),
-        }
-        ratio = ab.summary(turns)["submit CPU / no-op CPU"]
+        ratio = ab.summary(self.TURNS)["submit CPU / no-op CPU"]
         assert ratio["this"] == 3.5 and ratio["other"] == 3.75 and ratio["difference"] == pytest.approx(-0.25)
+
+    TURNS = {
+        "this": ab.Turns(
+            submit_cpu_ms=[6.0, 8.0], noop_cpu_ms=[2.0, 2.0], submit_db_cpu_ms=[3.0, 1.0], submit_p50_ms=[7.0, 9.0]
+        ),
+        "other": ab.Turns(
+            submit_cpu_ms=[9.0, 9.0], noop_cpu_ms=[3.0, 2.0], submit_db_cpu_ms=[1.0, 1.0], submit_p50_ms=[9.0, 9.0]
+        ),
+    }
+
+    def test_it_adds_postgresqls_cpu_to_the_servers_round_by_round(self) -> None:
+        # A change that moves work from the server to the database shows in the sum.
+        both = ab.summary(self.TURNS)["server and PostgreSQL CPU per submit, ms"]
+        assert both == {"this": 9.0, "other": 10.0, "difference": pytest.approx(-1.0)}
+        assert ab.summary(self.TURNS)["PostgreSQL CPU per submit, ms"]["difference"] == 1.0
+
+    def test_it_reads_postgresqls_cpu_from_its_processes(self) -> None:
+        if not pg_answers():
+            pytest.skip("no PostgreSQL to read")
+        import psycopg
+
+        before = ab.database_cpu_seconds()
+        with psycopg.connect(PG_ADMIN_URL) as connection:
+            connection.execute("SELECT count(*) FROM generate_series(1, 5000000)")
+        assert ab.database_cpu_seconds() - before >= 0.1
 
 
 class ReportOnlyTests:
