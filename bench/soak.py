@@ -163,9 +163,7 @@ async def agent_loop(agent: SoakAgent, rate: float, ask_every: int, until: float
     await asyncio.gather(*tasks)
 
 
-async def approver_loop(
-    http: httpx.AsyncClient, asks: asyncio.Queue[tuple[str, float]], soak: Soak, stop: asyncio.Event
-) -> None:
+async def approver_loop(http: httpx.AsyncClient, asks: Asks, soak: Soak, stop: asyncio.Event) -> None:
     while not stop.is_set():
         try:
             request_id, pending_at = await asyncio.wait_for(asks.get(), 0.5)
