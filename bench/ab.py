@@ -79,7 +79,11 @@ def summary(turns: dict[str, Turns]) -> dict[str, dict[str, float]]:
 
 
 def database_cpu_seconds() -> float:
-    """User + system CPU time of every PostgreSQL process so far (0 on SQLite: none run)."""
+    """User + system CPU time of every PostgreSQL process so far (0 on SQLite: none run).
+
+    - A backend that ends between two readings takes its time with it: the servers' pools
+      keep theirs open for the whole comparison.
+    """
     total = 0.0
     for entry in Path("/proc").iterdir():
         with contextlib.suppress(OSError):  # not a process, or one that ended meanwhile

@@ -51,4 +51,7 @@ class SoakSmokeTests:
         assert verdict["dashboard_frames"] >= 2 and verdict["dashboard_cards"] >= verdict["dashboard_frames"]
         # Auto-decided calls are timed apart from the asks, which also wait for an approver.
         assert 0 < verdict["auto_p50_ms"] <= verdict["auto_p99_ms"]
+        # Each decided ask's POST is timed, and its wait in the approvers' queue per window.
+        assert 0 < verdict["decide_p50_ms"] <= verdict["decide_p99_ms"]
+        assert any(window["queued_p99_ms"] is not None for window in report["windows"])
         assert report["windows"] and report["windows"][0]["rss_mib"] > 0
