@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from bench import ab, fig_engine, fig_push, report, soak
-from bench.env import PG_ADMIN_URL, pg_answers
 from bench.stats import Figure, Row, percentile, summary_ms
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -161,12 +161,14 @@ class PairedTests:
         assert both == {"this": 9.0, "other": 10.0, "difference": pytest.approx(-1.0)}
         assert ab.summary(self.TURNS)["PostgreSQL CPU per submit, ms"]["difference"] == 1.0
 
+    @pytest.mark.postgresql
     def test_it_reads_postgresqls_cpu_from_its_processes(self) -> None:
-        if not pg_answers():
-            pytest.skip("no PostgreSQL to read")
         import psycopg
 
-        with psycopg.connect(PG_ADMIN_URL) as connection:
+        # make test's PostgreSQL pass runs this, with the database it tests on.
+        url = os.environ.get("DATABASE_URL", "")
+        assert url.startswith("postgres"), "run with DATABASE_URL=postgres://… (marker: postgresql)"
+        with psycopg.connect(url) as connection:
             before = ab.database_cpu_seconds()
             connection.execute("SELECT count(*) FROM generate_series(1, 5000000)")
             # Read while the backend lives: an ended process's time leaves /proc with it.
