@@ -1,4 +1,8 @@
-"""The request card: one partial template, rendered for the page and for every push.
+"""The request card: one template, rendered for the pages and for every push.
+
+The card is the one Jinja2 template of the project (`gatehouse.jinja`): it is rendered
+for every call each dashboard hears, where Django's engine spent more than the rest of
+the card's read put together. Its escaping is Django's own.
 
 Also how a tool call's input is shown to a person: a shell command highlighted, edits as
 a diff, a fetch as its URL, MCP input as JSON. Everything here comes from an agent and is
@@ -14,7 +18,7 @@ import re
 from typing import Any
 
 from django.http import HttpRequest
-from django.template.loader import render_to_string
+from django.template import engines
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
@@ -41,20 +45,25 @@ PREVIEW_LINES = 12
 EDIT_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit"}
 
 
-def render_card(request: PermissionRequest, user: Any, *, http_request: HttpRequest | None = None) -> str:
+def render_card(
+    request: PermissionRequest, user: Any, *, decision: Any = None, http_request: HttpRequest | None = None
+) -> SafeString:
     """HTML of one request card as `user` sees it (buttons only for approvers).
 
-    - The relay's DashboardConsumer calls this without `http_request`; the card's form
-      then carries no CSRF token and the page's script adds it on submit.
+    - `decision`: the finished request's outcome when the caller read it with the request
+      (`selectors.joined_decision`); read here otherwise.
+    - Without `http_request` (a push) the card's form carries no CSRF token and the page's
+      script adds it on submit.
     """
-    decision = selectors.decision_for(request) if request.state != "pending" else None
+    if decision is None and request.state != "pending":
+        decision = selectors.decision_for(request)
     can_decide = request.state == "pending" and permissions.can_decide(user, request)
     return render_card_as(request, can_decide=can_decide, decision=decision, http_request=http_request)
 
 
 def render_card_as(
     request: PermissionRequest, *, can_decide: bool, decision: Any = None, http_request: HttpRequest | None = None
-) -> str:
+) -> SafeString:
     """HTML of one request card for anyone allowed to see it, with or without the decide form.
 
     - The card depends on the person only through `can_decide`, so the relay renders it
@@ -64,7 +73,9 @@ def render_card_as(
     return _render(_context(request, can_decide=can_decide, decision=decision), http_request)
 
 
-def render_pending_card_variants(request: PermissionRequest, *, for_viewers: bool) -> tuple[str, str | None]:
+def render_pending_card_variants(
+    request: PermissionRequest, *, for_viewers: bool
+) -> tuple[SafeString, SafeString | None]:
     """A pending card with the decide form and, when `for_viewers`, without it.
 
     - The card is read once (its explanation, what changed since, its progress) for both,
@@ -75,29 +86,38 @@ def render_pending_card_variants(request: PermissionRequest, *, for_viewers: boo
     if not for_viewers:
         return _render(card, None), None
     viewers = {**card, "can_decide": False}
-    pieces = _SLOT.split(render_to_string(CARD_TEMPLATE, {"card": {**card, "slots": True}}))
+    pieces = _SLOT.split(_template(CARD_TEMPLATE).render({"card": {**card, "slots": True}}))
     if sorted(pieces[1::2]) != sorted(SLOT_TEMPLATES):  # cannot happen: a slot comes from the template only
         return _render(card, None), _render(viewers, None)
     return _fill(pieces, card), _fill(pieces, viewers)
 
 
-CARD_TEMPLATE = "approvals/_request_card.html"
+CARD_TEMPLATE = "approvals/card.html"
 # The parts of a card that depend on `can_decide`. Rendered with `slots`, the card has a
 # marker in each one's place; no text of a call can make one, since everything from a
 # call is escaped and a marker starts with "<".
-SLOT_TEMPLATES = {"batch": "approvals/_request_card_batch.html", "decide": "approvals/_request_card_decide.html"}
+SLOT_TEMPLATES = {"batch": "approvals/card_batch.html", "decide": "approvals/card_decide.html"}
 _SLOT = re.compile(r"<!--gatehouse:(batch|decide)-->")
 
 
-def _fill(pieces: list[str], card: dict[str, Any]) -> str:
+def _fill(pieces: list[str], card: dict[str, Any]) -> SafeString:
     """The card from its pieces (text, slot name, text, …), each slot's part rendered for `card`."""
-    return "".join(
-        render_to_string(SLOT_TEMPLATES[piece], {"card": card}) if n % 2 else piece for n, piece in enumerate(pieces)
+    return mark_safe(  # noqa: S308 - the template escapes everything it writes (gatehouse.jinja)
+        "".join(
+            _template(SLOT_TEMPLATES[piece]).render({"card": card}) if n % 2 else piece
+            for n, piece in enumerate(pieces)
+        )
     )
 
 
-def _render(card: dict[str, Any], http_request: HttpRequest | None) -> str:
-    return render_to_string(CARD_TEMPLATE, {"card": card}, request=http_request)
+def _render(card: dict[str, Any], http_request: HttpRequest | None) -> SafeString:
+    html = _template(CARD_TEMPLATE).render({"card": card}, request=http_request)
+    return mark_safe(html)  # noqa: S308 - the template escapes everything it writes (gatehouse.jinja)
+
+
+def _template(name: str) -> Any:
+    """A card template (the Jinja2 engine's; compiled once, then kept by the engine)."""
+    return engines["jinja2"].get_template(name)
 
 
 def card_context(request: PermissionRequest, user: Any, *, decision: Any = None) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from django.views.generic import TemplateView
 
 from agent.install import DEADLINE_MARGIN, SERVER_DEFAULTS
 from approvals import charts, events, learning_views, permissions, questions, selectors, services, why
-from approvals.cards import card_context
+from approvals.cards import card_context, render_card
 from approvals.forms import (
     SOURCE_ORDER,
     AgentForm,
@@ -153,9 +153,9 @@ def manifest(request: HttpRequest) -> HttpResponse:
 @require_GET
 def queue(request: HttpRequest) -> HttpResponse:
     pending = selectors.pending_requests(request.user)
-    cards = [card_context(req, request.user) for req in pending]
+    cards = [render_card(req, request.user, http_request=request) for req in pending]
     recent = [
-        card_context(req, request.user, decision=getattr(req, "decision", None))
+        render_card(req, request.user, decision=selectors.joined_decision(req), http_request=request)
         for req in selectors.recently_finished(request.user, limit=5)
     ]
     return render_page(request, "approvals/queue.html", {"cards": cards, "recent": recent, "pending_count": len(cards)})
@@ -167,7 +167,7 @@ def request_detail(request: HttpRequest, request_id: UUID) -> HttpResponse:
     req = permissions.visible_request_or_404(request.user, request_id)
     decision = selectors.decision_for(req)
     context = {
-        "card": card_context(req, request.user, decision=decision),
+        "card": render_card(req, request.user, decision=decision, http_request=request),
         "req": req,
         "decision": decision,
         "timeline": selectors.request_timeline(req, decision),
@@ -236,8 +236,6 @@ def _batch_answer(
     request: HttpRequest, status: int, message: str, results: list[services.DecideResult]
 ) -> HttpResponse:
     if _wants_json(request):
-        from approvals.cards import render_card
-
         cards = [{"id": str(r.request.pk), "html": render_card(r.request, request.user)} for r in results]
         return JsonResponse({"ok": status == 200, "message": message, "cards": cards}, status=status)
     if status == 200:
@@ -253,8 +251,6 @@ def _lost_message(result: services.DecideResult) -> str:
 
 def _decide_answer(request: HttpRequest, req: Any, status: int, message: str) -> HttpResponse:
     if _wants_json(request):
-        from approvals.cards import render_card
-
         fresh = selectors.request_get(req.pk) or req
         html = render_card(fresh, request.user, http_request=request)
         return JsonResponse({"ok": status == 200, "message": message, "id": str(req.pk), "html": html}, status=status)

@@ -138,6 +138,14 @@ TEMPLATES = [
             ],
         },
     },
+    {
+        # The request card only (gatehouse.jinja): rendered for every push to every dashboard.
+        "BACKEND": "django.template.backends.jinja2.Jinja2",
+        "NAME": "jinja2",
+        "DIRS": [BASE_DIR / "templates" / "jinja2"],
+        "APP_DIRS": False,
+        "OPTIONS": {"environment": "gatehouse.jinja.environment"},
+    },
 ]
 
 # --- Database -------------------------------------------------------------------------

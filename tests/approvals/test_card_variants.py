@@ -3,19 +3,16 @@ approvers) and without it (for viewers). Each variant must be the card as render
 
 from __future__ import annotations
 
-import collections
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
+import jinja2
 import pytest
-from django.template import base
-from django.test.signals import template_rendered
+from django.template import engines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from approvals import services
-from approvals.cards import CARD_TEMPLATE, SLOT_TEMPLATES, render_card_as, render_pending_card_variants
+from approvals.cards import CARD_TEMPLATE, SLOT_TEMPLATES, card_context, render_card_as, render_pending_card_variants
 from approvals.models import PermissionRequest
 from tests.approvals.test_questions import QUESTIONS
 
@@ -59,18 +56,17 @@ def assert_variants_are_whole_renders(request: PermissionRequest) -> tuple[str, 
 
 
 class CardVariantTests:
-    def test_the_card_is_rendered_once_for_both_variants(self, ci_bot: Any) -> None:
+    def test_the_card_is_rendered_once_for_both_variants(self, ci_bot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         request = asked(ci_bot.agent, "Bash", {"command": "npm publish"})
         rendered: list[str] = []
+        render = jinja2.Template.render
 
-        def seen(sender: Any, template: Any, **kwargs: Any) -> None:
-            rendered.append(template.name)
+        def seen(template: jinja2.Template, *args: Any, **kwargs: Any) -> str:
+            rendered.append(str(template.name))
+            return render(template, *args, **kwargs)
 
-        template_rendered.connect(seen)
-        try:
-            render_pending_card_variants(request, for_viewers=True)
-        finally:
-            template_rendered.disconnect(seen)
+        monkeypatch.setattr(jinja2.Template, "render", seen)
+        render_pending_card_variants(request, for_viewers=True)
         # The card once; only the parts that differ once per variant.
         assert sorted(rendered) == sorted([CARD_TEMPLATE, *SLOT_TEMPLATES.values(), *SLOT_TEMPLATES.values()])
 
@@ -98,32 +94,8 @@ class CardVariantTests:
             assert_variants_are_whole_renders(result.request)
 
 
-@contextmanager
-def failed_lookups() -> Iterator[collections.Counter[str]]:
-    """The template variables whose lookup failed while the block ran, counted by name.
-
-    Django's engine answers a failed lookup with an empty value, after an exception and a
-    `dir()` of the object: on a card rendered for every call, that is work for nothing.
-    """
-    failed: collections.Counter[str] = collections.Counter()
-    resolve = base.Variable._resolve_lookup  # type: ignore[attr-defined]
-
-    def observed(variable: base.Variable, context: Any) -> Any:
-        try:
-            return resolve(variable, context)
-        except Exception:
-            failed[str(variable.var)] += 1
-            raise
-
-    base.Variable._resolve_lookup = observed  # type: ignore[attr-defined]
-    try:
-        yield failed
-    finally:
-        base.Variable._resolve_lookup = resolve  # type: ignore[attr-defined]
-
-
 class CardLookupTests:
-    def test_no_card_reads_a_variable_its_context_lacks(self, ci_bot: Any, alice: Any) -> None:
+    def test_no_card_reads_a_variable_its_context_lacks(self, ci_bot: Any, alice: Any, bob: Any) -> None:
         team = ci_bot.agent.team
         services.rule_create(rule="Bash(rm:*)", behavior="ask", source="localSettings", team=team, approvals_required=2)
         context = {"prompt": "tidy up", "agent_type": "Explore", "agent_id": "a1", "effort": "high"}
@@ -145,12 +117,23 @@ class CardLookupTests:
         decided = [
             PermissionRequest.objects.select_related("agent", "team", "decision").get(pk=r.pk) for r in (saved, stopped)
         ]
-        with failed_lookups() as failed:
-            cards = [
-                html for request in pending for html in render_pending_card_variants(request, for_viewers=True) if html
-            ]
-            cards += [render_card_as(r, can_decide=False, decision=r.decision) for r in decided]
+        # The card's templates with every missing variable an error: a lookup that fails
+        # renders empty in production, after an exception, on a card rendered for every call.
+        strict = engines["jinja2"].env.overlay(undefined=jinja2.StrictUndefined)  # type: ignore[attr-defined]
+        cards = [
+            strict.get_template(CARD_TEMPLATE).render(card=card, csrf_token="")
+            for request in pending
+            for card in (card_context(request, alice), card_context(request, bob))
+        ]
+        cards += [
+            strict.get_template(CARD_TEMPLATE).render(card=card_context(r, alice, decision=r.decision)) for r in decided
+        ]
         assert "tidy up" in "".join(cards) and "1 of 2" in "".join(cards)
         assert "saved rule" in cards[-2] and "the agent was stopped" in cards[-1]
-        # `csrf_token`: the relay renders without a request; each page's script adds it.
-        assert set(failed) <= {"csrf_token"}, failed
+        # The strict render is the card as served (`csrf_token` is the page's; a push has none).
+        assert cards[-1] == render_card_as(decided[-1], can_decide=False, decision=decided[-1].decision)
+
+    def test_a_strict_render_fails_on_a_missing_variable(self) -> None:
+        strict = engines["jinja2"].env.overlay(undefined=jinja2.StrictUndefined)  # type: ignore[attr-defined]
+        with pytest.raises(jinja2.UndefinedError):
+            strict.get_template(CARD_TEMPLATE).render(card={})
