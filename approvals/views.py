@@ -156,9 +156,10 @@ def queue(request: HttpRequest) -> HttpResponse:
     cards = [render_card(req, request.user, http_request=request) for req in pending]
     recent = [
         render_card(req, request.user, decision=selectors.joined_decision(req), http_request=request)
-        for req in selectors.recently_finished(request.user, limit=5)
+        for req in selectors.recently_finished(request.user)
     ]
-    return render_page(request, "approvals/queue.html", {"cards": cards, "recent": recent, "pending_count": len(cards)})
+    context = {"cards": cards, "recent": recent, "recent_keep": selectors.RECENT_FINISHED, "pending_count": len(cards)}
+    return render_page(request, "approvals/queue.html", context)
 
 
 @login_required

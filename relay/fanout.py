@@ -14,7 +14,8 @@ worker-thread call and renders the card once per role the team has (with the dec
 form for approvers, without it for viewers); the sockets of the process await that same
 work and take the variant their user's role allows, as a frame JSON-encoded once per
 variant. The cards of calls decided at submit, handed over once per tick, are read in
-one such call per tick, all of them in two statements sent together. An ask committed
+one such call per tick, all of them in two statements sent together; only the newest
+few, as many as the page's "Recently decided" list keeps (`shown_of`). An ask committed
 in this process is read by the thread that committed it, right after its doorbell
 (`read_here`): its sockets wait for that read instead of crossing to a worker thread
 once the doorbell reaches them.
@@ -418,7 +419,7 @@ class LocalGroups:
         if local.gathered:
             gathered, local.gathered = local.gathered, []
             if local.cards:
-                CARDS.read_together([e for e in gathered if e.get("type") in CARD_EVENTS])
+                CARDS.read_together(shown_of(gathered))
             self._put(local, {"type": GATHERED, "events": gathered})
 
     def _put(self, local: _LocalGroup, event: dict[str, Any]) -> None:
@@ -437,6 +438,17 @@ class LocalGroups:
             _stop_tick(local)  # what it gathered is lost with the rest: the page refetches
             for inbox in list(local.inboxes):
                 inbox.put_nowait({"type": LOST, "group": local.name})
+
+
+def shown_of(gathered: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events of a tick whose cards a dashboard shows: the newest few, oldest first.
+
+    - A tick's calls decided at submit only feed the page's "Recently decided" list, which
+      keeps the newest `RECENT_FINISHED` (static/queue.js drops the rest): a card older
+      than those would be dropped as it arrives, so it is neither read nor sent. Under a
+      flood of auto-decided calls that is most of them.
+    """
+    return [event for event in gathered if event.get("type") in CARD_EVENTS][-selectors.RECENT_FINISHED :]
 
 
 def _stop_tick(local: _LocalGroup) -> None:

@@ -11,6 +11,8 @@
   const queue = document.getElementById("queue");
   if (!queue) return;
   const recent = document.getElementById("recent");
+  // "Recently decided" keeps the newest few (the server's RECENT_FINISHED); older ones drop off.
+  const keepRecent = recent ? Number(recent.dataset.keep) || 0 : 0;
   const empty = document.getElementById("queue-empty");
   const live = document.getElementById("live");
   const only = queue.dataset.only || null;
@@ -72,6 +74,7 @@
       queue.append(card);
     } else if (recent && !only) {
       recent.prepend(card);
+      while (keepRecent && recent.children.length > keepRecent) recent.lastElementChild.remove();
     }
     if (card.dataset.state !== "pending") {
       card.classList.add("just-finished");

@@ -52,6 +52,7 @@ from approvals.selectors.payloads import (
     request_payload,
 )
 from approvals.selectors.requests import (
+    RECENT_FINISHED,
     SubmitContext,
     decision_for,
     grant_rule_for,
@@ -96,6 +97,7 @@ __all__ = [
     "CAUSE_ORDER",
     "DENIAL_CAUSES",
     "DENIAL_DIMENSIONS",
+    "RECENT_FINISHED",
     "RUBBER_STAMP_MS",
     "ApproverStats",
     "SubmitContext",

@@ -282,7 +282,13 @@ def ladder_steps_due(limit: int = 100) -> list[tuple[PermissionRequest, str]]:
     return [(r, str(AuditKind.REMINDER)) for r in reminders] + [(r, str(AuditKind.ESCALATION)) for r in escalations]
 
 
-def recently_finished(user: User | AnonymousUser, limit: int = 10) -> QuerySet[PermissionRequest]:
+# How many finished requests the queue page shows under "Recently decided": on load, and
+# as pushes keep the list current (static/queue.js drops the older ones; the relay sends a
+# dashboard no more of a tick's cards than the list keeps, relay.fanout.shown_of).
+RECENT_FINISHED = 5
+
+
+def recently_finished(user: User | AnonymousUser, limit: int = RECENT_FINISHED) -> QuerySet[PermissionRequest]:
     return requests_visible_to(user).exclude(state=RequestState.PENDING).order_by("-decided_at")[:limit]
 
 

@@ -280,9 +280,10 @@ class DashboardConsumer(GatehouseConsumer):
 
     async def requests_gathered(self, event: dict[str, Any]) -> None:
         # The cards of calls decided at submit, gathered per tick by the process
-        # (relay.fanout): one `batch` frame (or a few, by size) instead of one per call.
+        # (relay.fanout): one `batch` frame (or a few, by size) instead of one per call,
+        # of the cards the page keeps (`shown_of`).
         frames = []
-        for each in event["events"]:
+        for each in fanout.shown_of(event["events"]):
             frame = await self._finished_frame(each)
             if frame is not None:
                 frames.append(frame)

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from approvals import events, services, teambus
+from approvals import events, selectors, services, teambus
 from relay import fanout
 from relay.consumers.dashboard import MAX_FRAME_BYTES, batch_frame, batch_parts
 from relay.frames import check_frame
@@ -180,7 +180,9 @@ class CardsReadOnArrivalTests:
     @override_settings(REDIS_URL="")
     def test_the_cards_of_a_tick_are_read_together_at_hand_over(self, ci_bot: Any, alice: Any) -> None:
         services.rule_create(rule="Bash(git log:*)", behavior="allow", source="projectSettings", team=ci_bot.agent.team)
-        decided = [services.request_submit(agent=ci_bot.agent, call=decided_call(n)).request for n in range(4)]
+        # More than the page keeps: only the newest `RECENT_FINISHED` are read.
+        count = selectors.RECENT_FINISHED + 2
+        decided = [services.request_submit(agent=ci_bot.agent, call=decided_call(n)).request for n in range(count)]
         events = [
             {"type": "request.decided", "request_id": str(r.pk), "decision_id": r.decision_id, "at_submit": True}
             for r in decided
@@ -195,15 +197,15 @@ class CardsReadOnArrivalTests:
             gathering = [fanout.CARDS.reading(event) for event in events]
             await dashboard.read_next()  # the tick's hand-over
             handed_over = [fanout.CARDS.reading(event) for event in events]
-            cards = [await asyncio.wait_for(fanout.CARDS.card(event), WAIT) for event in events]
+            cards = [await asyncio.wait_for(fanout.CARDS.card(event), WAIT) for event in events[2:]]
             await groups.leave("team.6", dashboard.queue)
             return gathering, handed_over, cards
 
         gathering, handed_over, cards = asyncio.run(scenario())
-        # Nothing is read while the tick gathers; all of it once it hands them over.
-        assert gathering == [False] * 4 and handed_over == [True] * 4
-        assert [card.id if card else None for card in cards] == [str(r.pk) for r in decided]
-        assert all(card is not None and f"git log -{n + 1}" in card.html_approver for n, card in enumerate(cards))
+        # Nothing is read while the tick gathers; the newest it keeps once it hands them over.
+        assert gathering == [False] * count and handed_over == [False] * 2 + [True] * selectors.RECENT_FINISHED
+        assert [card.id if card else None for card in cards] == [str(r.pk) for r in decided[2:]]
+        assert all(card is not None and f"git log -{n + 3}" in card.html_approver for n, card in enumerate(cards))
         assert all(card is not None and card.html_for(alice) == card.html_approver for card in cards)
 
     def test_reading_a_tick_of_cards_takes_two_statements_in_one_round_trip(
@@ -225,6 +227,15 @@ class CardsReadOnArrivalTests:
             assert card.html_for(alice) == card.html_approver and card.html_for(mallory) is None
             alone = fanout.load_cards([request.pk])[request.pk]
             assert alone is not None and (alone.html_approver, alone.roles) == (card.html_approver, card.roles)
+
+
+class ShownOfTests:
+    @given(steps=st.lists(st.one_of(AT_SUBMIT, OTHER), max_size=30))
+    def test_a_tick_shows_the_newest_cards_the_page_keeps_oldest_first(self, steps: list[dict[str, Any]]) -> None:
+        shown = fanout.shown_of(steps)
+        cards = [step for step in steps if step["type"] in fanout.CARD_EVENTS]
+        assert shown == cards[max(len(cards) - selectors.RECENT_FINISHED, 0) :]
+        assert len(shown) == min(len(cards), selectors.RECENT_FINISHED)
 
 
 class FramePartsTests:
@@ -268,7 +279,8 @@ class GatheredLiveTests:
         def submit_decided() -> list[str]:
             # One transaction: the doorbells ring together at its commit, well within a tick.
             with transaction.atomic():
-                results = [services.request_submit(agent=ci_bot.agent, call=decided_call(n)) for n in range(6)]
+                count = selectors.RECENT_FINISHED + 3
+                results = [services.request_submit(agent=ci_bot.agent, call=decided_call(n)) for n in range(count)]
             assert all(r.decision is not None and r.decision.behavior == "allow" for r in results)
             return [str(r.request.pk) for r in results]
 
@@ -306,8 +318,9 @@ class GatheredLiveTests:
             batches = [f for f in frames if f["type"] == "batch"]
             assert batches == frames, [f["type"] for f in frames]  # nothing of theirs comes alone
             items = [item for batch in batches for item in batch["frames"]]
-            assert [item["id"] for item in items] == decided
-            assert len(batches) < len(decided)  # gathered, not one frame per call
+            # The newest the page keeps, oldest first (each goes on top of "Recently decided").
+            assert [item["id"] for item in items] == decided[-selectors.RECENT_FINISHED :]
+            assert len(batches) < len(items)  # gathered, not one frame per call
             assert all(item["behavior"] == "allow" and item["surface"] == "engine" for item in items)
             assert all(f'id="req-{item["id"]}"' in item["html"] and "git log" in item["html"] for item in items)
         # Mallory approves another team: none of it reaches her.

@@ -121,12 +121,12 @@ class QuorumQueueTests:
 
 
 class GatheredCardsTests:
-    def test_calls_decided_as_they_were_sent_come_into_the_recent_list_newest_first(
+    def test_calls_decided_as_they_were_sent_come_into_the_recent_list_newest_first_and_it_keeps_the_newest(
         self, page_for: Any, alice: Any, ci_bot: Any
     ) -> None:
         from django.db import transaction
 
-        from approvals import services
+        from approvals import selectors, services
 
         services.rule_create(rule="Bash(git log:*)", behavior="allow", source="projectSettings", team=ci_bot.agent.team)
         page = page_for(alice)
@@ -137,17 +137,29 @@ class GatheredCardsTests:
             with transaction.atomic():
                 calls = [
                     {"tool_name": "Bash", "tool_input": {"command": f"git log -{n}"}, "session_id": "s1", "cwd": "/tmp"}
-                    for n in (1, 2, 3)
+                    for n in range(1, selectors.RECENT_FINISHED + 4)
                 ]
                 results = [services.request_submit(agent=ci_bot.agent, call=call) for call in calls]
             assert all(r.decision is not None and r.decision.behavior == "allow" for r in results)
             return [str(r.request.pk) for r in results]
 
-        ids = in_thread(decided_together)
-        for request_id in ids:
+        first = in_thread(decided_together)
+        for request_id in first[-selectors.RECENT_FINISHED :]:
             page.wait_for_selector(f"#recent #req-{request_id}[data-state='decided']", timeout=EVENT_TIMEOUT_MS)
         shown = page.eval_on_selector_all("#recent .card", "cards => cards.map((c) => c.dataset.id)")
-        assert shown[:3] == ids[::-1]
+        assert shown == first[::-1][: selectors.RECENT_FINISHED]
+        # The next ones push the oldest off: the list keeps the newest, as a reload shows it.
+        second = in_thread(decided_together)
+        for request_id in second[-selectors.RECENT_FINISHED :]:
+            page.wait_for_selector(f"#recent #req-{request_id}[data-state='decided']", timeout=EVENT_TIMEOUT_MS)
+        for request_id in first:
+            page.wait_for_selector(f"#recent #req-{request_id}", state="detached", timeout=EVENT_TIMEOUT_MS)
+        shown = page.eval_on_selector_all("#recent .card", "cards => cards.map((c) => c.dataset.id)")
+        assert shown == second[::-1][: selectors.RECENT_FINISHED]
+        page.reload()
+        wait_live(page)
+        reloaded = page.eval_on_selector_all("#recent .card", "cards => cards.map((c) => c.dataset.id)")
+        assert reloaded == second[::-1][: selectors.RECENT_FINISHED]
         assert page.locator("#queue .card").count() == 0  # none of them was ever pending
 
 
