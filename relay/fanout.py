@@ -291,9 +291,10 @@ MAX_BACKLOG = 1000
 LOST = "fanout.lost"
 # The events of calls decided at submit (`at_submit`: never pending, their cards only feed
 # the dashboards' "recent" lists) are handed to a group's sockets together, as one
-# `GATHERED` event, at most this long after the first of them: one frame per socket per
-# tick instead of one per call. Their cards are read then, together: one worker-thread call
-# and one round trip (two statements) per tick instead of one call and two statements per card.
+# `GATHERED` event, this long after the first of them: one frame per socket per tick
+# instead of one per call, holding the newest the page keeps (`shown_of`). Their cards are
+# read then, together: one worker-thread call and one round trip (two statements) per tick
+# instead of one call and two statements per card.
 GATHER_SECONDS = 0.1
 GATHERED = "requests.gathered"
 
@@ -316,9 +317,12 @@ class LocalGroups:
     every socket that joined.
 
     The events of calls decided at submit are gathered per group and handed over once
-    per tick (`GATHER_SECONDS`) as one `requests.gathered` event listing them; any other
-    event of the group hands over what was gathered first, so every inbox keeps the
-    order the events arrived in.
+    per tick (`GATHER_SECONDS`) as one `requests.gathered` event listing the newest the
+    page keeps (`shown_of`), in the order they arrived. The group's other events are
+    handed over as they arrive, without waiting for the tick: a call decided at submit
+    has no other event (it was never pending, and nothing re-renders a finished card),
+    so no event of the same request can overtake it. Every other event keeps the order
+    it arrived in.
 
     If that subscription breaks (Redis restarted), every member inbox gets a `fanout.lost`
     event: the socket closes (4011) and the page reconnects, subscribes and refetches, or
@@ -408,7 +412,6 @@ class LocalGroups:
             if local.tick is None:
                 local.tick = asyncio.get_running_loop().call_later(GATHER_SECONDS, self._hand_over, local)
             return
-        self._hand_over(local)
         if local.cards and event.get("type") in CARD_EVENTS:
             CARDS.read(event)  # on a worker thread, beside the other cards being read
         self._put(local, event)
@@ -417,9 +420,9 @@ class LocalGroups:
         """Put what the group gathered into its inboxes as one event (nothing when nothing was)."""
         _stop_tick(local)
         if local.gathered:
-            gathered, local.gathered = local.gathered, []
+            gathered, local.gathered = shown_of(local.gathered), []
             if local.cards:
-                CARDS.read_together(shown_of(gathered))
+                CARDS.read_together(gathered)
             self._put(local, {"type": GATHERED, "events": gathered})
 
     def _put(self, local: _LocalGroup, event: dict[str, Any]) -> None:
@@ -441,12 +444,13 @@ class LocalGroups:
 
 
 def shown_of(gathered: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The events of a tick whose cards a dashboard shows: the newest few, oldest first.
+    """The events of a tick handed to the sockets: the newest few, oldest first.
 
     - A tick's calls decided at submit only feed the page's "Recently decided" list, which
       keeps the newest `RECENT_FINISHED` (static/queue.js drops the rest): a card older
       than those would be dropped as it arrives, so it is neither read nor sent. Under a
-      flood of auto-decided calls that is most of them.
+      flood of auto-decided calls that is most of them. Only dashboards hear a team's
+      group; the audit log and the API keep every call.
     """
     return [event for event in gathered if event.get("type") in CARD_EVENTS][-selectors.RECENT_FINISHED :]
 

@@ -280,10 +280,10 @@ class DashboardConsumer(GatehouseConsumer):
 
     async def requests_gathered(self, event: dict[str, Any]) -> None:
         # The cards of calls decided at submit, gathered per tick by the process
-        # (relay.fanout): one `batch` frame (or a few, by size) instead of one per call,
-        # of the cards the page keeps (`shown_of`).
+        # (relay.fanout), the newest the page keeps: one `batch` frame (or a few, by size)
+        # instead of one per call.
         frames = []
-        for each in fanout.shown_of(event["events"]):
+        for each in event["events"]:
             frame = await self._finished_frame(each)
             if frame is not None:
                 frames.append(frame)

@@ -95,40 +95,40 @@ class GatheringOrderTests:
     @override_settings(REDIS_URL="")
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(steps=STEPS)
-    def test_every_inbox_gets_every_event_once_in_the_order_rung(self, steps: list[Any]) -> None:
-        async def scenario() -> list[Inbox]:
+    def test_every_inbox_gets_each_event_at_once_and_the_newest_gathered_per_tick(self, steps: list[Any]) -> None:
+        async def scenario() -> tuple[list[Inbox], list[dict[str, Any]]]:
             groups = fanout.LocalGroups()
             inboxes = [Inbox(), Inbox()]
             for inbox in inboxes:
                 await groups.join("team.1", inbox.queue)
-            gathering = 0  # at_submit doorbells rung since the last hand-over
-            for step in steps:
+            expected: list[dict[str, Any]] = []
+            gathering: list[dict[str, Any]] = []  # at_submit doorbells rung since the last hand-over
+            for step in [*steps, "tick"]:
                 if step == "tick":
                     if gathering:
                         for inbox in inboxes:
                             await inbox.read_next()
-                    gathering = 0
+                        expected += gathering[-selectors.RECENT_FINISHED :]
+                    gathering = []
                     continue
                 await teambus.publish("team.1", step)
                 got = [inbox.read() for inbox in inboxes]
                 if step.get("at_submit"):
-                    gathering += 1
+                    gathering.append(step)
                     assert got == [0, 0]  # gathered, not handed over yet
                 else:
-                    # Handed over at once, after what was gathered before it.
-                    assert got == [2, 2] if gathering else [1, 1]
-                    gathering = 0
-            if gathering:
-                for inbox in inboxes:
-                    await inbox.read_next()
+                    # Handed over at once, whatever is gathered: no at_submit call has another event.
+                    assert got == [1, 1]
+                    expected.append(step)
             for inbox in inboxes:
                 await groups.leave("team.1", inbox.queue)
-            return inboxes
+            return inboxes, expected
 
-        rung = [step for step in steps if step != "tick"]
-        for inbox in asyncio.run(scenario()):
-            assert inbox.events == rung
+        inboxes, expected = asyncio.run(scenario())
+        for inbox in inboxes:
+            assert inbox.events == expected
             assert all(batch and all(e.get("at_submit") for e in batch) for batch in inbox.gathered)
+            assert all(len(batch) <= selectors.RECENT_FINISHED for batch in inbox.gathered)
 
     @override_settings(REDIS_URL="")
     def test_a_socket_that_leaves_before_the_tick_gets_nothing_and_the_tick_is_stopped(self) -> None:
@@ -271,7 +271,7 @@ class FramePartsTests:
 
 @pytest.mark.django_db(transaction=True)
 class GatheredLiveTests:
-    def test_calls_decided_at_submit_come_in_a_batch_to_the_team_in_order_before_the_next_ask(
+    def test_calls_decided_at_submit_come_in_a_batch_to_the_team_in_order_and_an_ask_alone(
         self, relay_server: Any, alice: Any, bob: Any, mallory: Any, ci_bot: Any
     ) -> None:
         services.rule_create(rule="Bash(git log:*)", behavior="allow", source="projectSettings", team=ci_bot.agent.team)
@@ -284,15 +284,18 @@ class GatheredLiveTests:
             assert all(r.decision is not None and r.decision.behavior == "allow" for r in results)
             return [str(r.request.pk) for r in results]
 
-        async def read_until_created(ws: Any, ask_id: str) -> list[dict[str, Any]]:
+        async def read_both(ws: Any, ask_id: str, last_id: str) -> list[dict[str, Any]]:
+            """The frames until the ask's card and the batch's last call have come, in order."""
             frames: list[dict[str, Any]] = []
             async with asyncio.timeout(WAIT):
-                while True:
+                while not (
+                    any(f["type"] == "request.created" and f["id"] == ask_id for f in frames)
+                    and any(f["type"] == "batch" and f["frames"][-1]["id"] == last_id for f in frames)
+                ):
                     frame = json.loads(await ws.recv())
                     check_frame(frame)
-                    if frame["type"] == "request.created" and frame["id"] == ask_id:
-                        return frames
                     frames.append(frame)
+            return frames
 
         cookies = [session_cookie(user) for user in (alice, bob, mallory)]
 
@@ -308,15 +311,16 @@ class GatheredLiveTests:
                 decided = await in_thread(submit_decided)
                 ask = await in_thread(services.request_submit, agent=ci_bot.agent, call=ask_call())
                 ask_id = str(ask.request.pk)
-                for_alice = await read_until_created(approver, ask_id)
-                for_bob = await read_until_created(viewer, ask_id)
+                for_alice = await read_both(approver, ask_id, decided[-1])
+                for_bob = await read_both(viewer, ask_id, decided[-1])
                 await send(outsider, {"type": "ping"})
                 return decided, ask_id, for_alice, for_bob, await receive(outsider)
 
-        decided, _, for_alice, for_bob, outsider_next = asyncio.run(scenario())
+        decided, ask_id, for_alice, for_bob, outsider_next = asyncio.run(scenario())
         for frames in (for_alice, for_bob):
+            # The ask comes alone as it is asked (not held for the tick); the calls in batches.
+            assert [f["id"] for f in frames if f["type"] != "batch"] == [ask_id], [f["type"] for f in frames]
             batches = [f for f in frames if f["type"] == "batch"]
-            assert batches == frames, [f["type"] for f in frames]  # nothing of theirs comes alone
             items = [item for batch in batches for item in batch["frames"]]
             # The newest the page keeps, oldest first (each goes on top of "Recently decided").
             assert [item["id"] for item in items] == decided[-selectors.RECENT_FINISHED :]
