@@ -97,27 +97,25 @@ class Side:
     """One server under comparison, its dashboards' counter and the submits it has answered."""
 
     server: Server
-    seen: dict[str, int]
-    dashboards: int
-    submitted: int = 0
+    seen: fig_http.Seen | None  # its dashboards; None without
+    token: str
 
-    def load(self, request: Any, check: Any, calls: int, *, submits: bool) -> tuple[float, float, list[float]]:
+    def load(self, request: Any, check: Any, calls: int, *, submits: bool) -> tuple[float, float, list[float], int]:
         """`calls` requests at one connection: the server's and PostgreSQL's CPU seconds they
-        cost, and their latencies.
+        cost, their latencies, and how many calls that was.
 
         - `submits`: auto-decided calls, whose cards the server then hands to its dashboards;
-          the CPU is read once they all have them, as figure 2 does.
+          the CPU is read once they all have them, as figure 2 does (one more call, whose
+          card comes last: `fig_http.newest_arrived`).
         """
         before, database_before = fig_http.cpu_seconds([self.server.process.pid]), database_cpu_seconds()
         result = asyncio.run(run_load([self.server.port], 1, calls, request, check))
         if result.errors:
             raise RuntimeError(f"a call to the {self.server.kind} server failed: {result.errors[0]}")
-        if submits:
-            self.submitted += calls
-            if self.dashboards:
-                fig_http._cards_arrived(self.seen, self.dashboards * self.submitted)
+        if submits and self.seen is not None:
+            calls += fig_http.newest_arrived(self.seen, self.server.port, self.token)
         spent = fig_http.cpu_seconds([self.server.process.pid]) - before
-        return spent, database_cpu_seconds() - database_before, result.samples
+        return spent, database_cpu_seconds() - database_before, result.samples, calls
 
 
 def _round(
@@ -127,23 +125,27 @@ def _round(
     the servers alternating turn by turn (`first` first), so a swing of the machine's
     speed within the round falls on both alike."""
     cpu = {side: {"submit": 0.0, "health": 0.0, "database": 0.0} for side in SIDES}
+    submitted = dict.fromkeys(SIDES, 0)
     latencies: dict[str, list[float]] = {side: [] for side in SIDES}
     order = (first, *(side for side in SIDES if side != first))
     size = max(calls // slices, 1)
     for _ in range(slices):
         for side in order:
-            spent, database, samples = sides[side].load(requests["submit"], fig_http._check_submit, size, submits=True)
+            spent, database, samples, made = sides[side].load(
+                requests["submit"], fig_http._check_submit, size, submits=True
+            )
             cpu[side]["submit"] += spent
             cpu[side]["database"] += database
+            submitted[side] += made
             latencies[side] += samples
-            spent, _, _ = sides[side].load(requests["health"], fig_http._check_health, size, submits=False)
+            spent, _, _, _ = sides[side].load(requests["health"], fig_http._check_health, size, submits=False)
             cpu[side]["health"] += spent
     done = size * slices
     return {
         side: (
-            1000 * cpu[side]["submit"] / done,
+            1000 * cpu[side]["submit"] / submitted[side],
             1000 * cpu[side]["health"] / done,
-            1000 * cpu[side]["database"] / done,
+            1000 * cpu[side]["database"] / submitted[side],
             1000 * statistics.median(latencies[side]),
         )
         for side in SIDES
@@ -166,8 +168,8 @@ def measure(env: BenchEnv, other: Path, rounds: int, calls: int, dashboards: int
                 server,
                 open_dashboards.enter_context(fig_http.dashboards_open(server.ws_url, server.url, sessions))
                 if sessions
-                else {},
-                len(sessions),
+                else None,
+                env.fixtures["agent_token"],
             )
             for name, server in servers.items()
         }
@@ -185,9 +187,9 @@ def measure(env: BenchEnv, other: Path, rounds: int, calls: int, dashboards: int
                 f" {turns['this'].submit_db_cpu_ms[-1]:.2f} and {turns['other'].submit_db_cpu_ms[-1]:.2f} ms",
                 file=sys.stderr,
             )
-        missing = {name: side.seen.get("missing", 0) for name, side in sides.items()}
+        missing = {name: side.seen.missing if side.seen is not None else 0 for name, side in sides.items()}
         if any(missing.values()):
-            raise RuntimeError(f"dashboard cards still missing 30 s after a slice: {missing}")
+            raise RuntimeError(f"dashboards without the newest call's card 30 s after a slice: {missing}")
     return turns
 
 

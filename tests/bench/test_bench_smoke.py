@@ -111,6 +111,9 @@ class HarnessTests:
         broken.pop(8, None) if "PostgreSQL is not reachable" in numbers[8]["why"] else None
         assert not broken, broken
         assert all(fig["rows"] for fig in numbers.values() if fig["status"] == "measured")
+        # Every dashboard had the newest call's card after each load: the pushes were done.
+        arrived = [row for row in numbers[2]["rows"] if row["metric"].startswith("dashboards without the newest")]
+        assert [(row["value"], row["met"]) for row in arrived] == [(0, True)]
 
     def test_the_paired_comparison_runs_against_a_checkout(self, tmp_path: Path, redis_url: str) -> None:
         out = tmp_path / "ab.json"
