@@ -9,9 +9,9 @@ latency instead of hiding behind a slower client). Most calls are auto-allowed b
 rule; every `--ask-every`-th one is an ask that an approver (`--approvers`, 2) answers
 over HTTP, so the race, the audit chain and the pushes to every dashboard stay in the
 loop. Each window records calls, errors, p50/p99 (send → decision frame) and the
-server's RSS; the run passes when there are no errors, the last minute's p99 stays
-within 2x of the first full minute's, and memory grows by less than 20% (or 32 MiB)
-over the run.
+server's RSS; the run passes when there are no errors, every minute's p99 stays
+within 2x of the median minute's (or 50 ms over it), and memory grows by less than 20%
+(or 32 MiB) over the run.
 
 It uses its own database (`gatehouse_soak_<pid>`, or a scratch SQLite file) so it never
 touches a colleague's benchmark data, and stops everything it started.
@@ -24,6 +24,7 @@ import asyncio
 import json
 import os
 import random
+import statistics
 import sys
 import time
 import uuid
@@ -249,11 +250,20 @@ async def run(servers: list[Server], fixtures: dict[str, Any], args: argparse.Na
 
 
 def verdict(soak: Soak) -> dict[str, Any]:
-    """Errors, p99 stability (last minute vs first full minute after a warm-up window), memory."""
+    """Errors, a flat p99 (every minute's within twice the median minute's, after a warm-up
+    window), memory.
+
+    - Until 2026-12-06 (fifteenth pass) only the last minute was held to the first, so a
+      slow start let a slow end pass: a run with p99 18 s in its first minute and 6 s in
+      its last "passed".
+    """
     windows = [w for w in soak.windows if w.calls]
     per_minute = max(1, round(60 / WINDOW))
     body = windows[1:] if len(windows) > 2 else windows  # the first window warms caches up
     first, last = body[:per_minute], body[-per_minute:]
+    minutes = [body[i : i + per_minute] for i in range(0, len(body), per_minute)]
+    if len(minutes) > 1 and len(minutes[-1]) < per_minute:
+        minutes[-2:] = [minutes[-2] + minutes[-1]]  # a short tail counts with the minute before it
 
     def p99(ws: list[Window]) -> float:
         values = sorted(v for w in ws for v in w.latencies)
@@ -263,6 +273,8 @@ def verdict(soak: Soak) -> dict[str, Any]:
     errors = sum(w.errors for w in soak.windows)
     growth_kib = (max(rss[-per_minute:]) - max(rss[:per_minute])) if rss else 0
     first_p99, last_p99 = p99(first), p99(last)
+    by_minute = [p99(minute) for minute in minutes]
+    median_minute = statistics.median(by_minute) if by_minute else 0.0
     auto = sorted(v for w in windows for v in w.auto_latencies)
     result = {
         "calls": sum(w.calls for w in soak.windows),
@@ -282,13 +294,14 @@ def verdict(soak: Soak) -> dict[str, Any]:
         "decide_p99_ms": _ms(sorted(v for w in windows for v in w.deciding), 99),
         "p99_first_minute_ms": round(first_p99, 1),
         "p99_last_minute_ms": round(last_p99, 1),
+        "p99_by_minute_ms": [round(value, 1) for value in by_minute],
         "rss_first_mib": round(max(rss[:per_minute]) / 1024, 1) if rss else None,
         "rss_last_mib": round(max(rss[-per_minute:]) / 1024, 1) if rss else None,
     }
     result["zero_errors"] = errors == 0
     # A last minute that answered nothing has no p99 to be stable: every call failed.
     answered_last = any(w.latencies for w in last)
-    result["p99_stable"] = answered_last and last_p99 <= max(2 * first_p99, first_p99 + 50)
+    result["p99_stable"] = answered_last and max(by_minute, default=0.0) <= max(2 * median_minute, median_minute + 50)
     result["memory_flat"] = not rss or growth_kib < max(0.2 * max(rss[:per_minute]), 32 * 1024)
     result["passed"] = result["zero_errors"] and result["p99_stable"] and result["memory_flat"]
     return result

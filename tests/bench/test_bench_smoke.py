@@ -52,19 +52,35 @@ class ReportTests:
 
 
 class SoakVerdictTests:
-    def minutes(self, *answered: bool) -> soak.Soak:
-        """Six 10 s windows a minute, each of 100 calls: answered in 50 ms, or every one failed."""
+    def minutes(self, *answered: bool | float) -> soak.Soak:
+        """Six 10 s windows a minute, each of 100 calls: answered in 50 ms (True) or in the
+        seconds given, or every one failed (False)."""
         run = soak.Soak()
         for minute, ok in enumerate(answered):
             for n in range(6):
                 window = soak.Window(start=minute * 60 + n * soak.WINDOW, calls=100, rss_kib=100_000)
-                if ok:
-                    window.latencies = [0.05] * 100
-                    window.auto_latencies = [0.05] * 100
+                if ok is not False:
+                    seconds = 0.05 if ok is True else float(ok)
+                    window.latencies = [seconds] * 100
+                    window.auto_latencies = [seconds] * 100
                 else:
                     window.errors = 100
                 run.windows.append(window)
         return run
+
+    def test_a_slow_start_does_not_let_a_slow_end_pass(self) -> None:
+        # The fifteenth pass's second 10-minute run, minute by minute (s): held to its first
+        # minute alone, its last "passed".
+        verdict = soak.verdict(self.minutes(18.4, 15.0, 1.2, 1.1, 0.4, 0.71, 0.94, 0.5, 3.2, 6.3))
+        assert verdict["p99_last_minute_ms"] < verdict["p99_first_minute_ms"]
+        assert verdict["p99_stable"] is False and verdict["passed"] is False
+        # Ten minutes less the warm-up window: nine of six windows, the short tail in the last.
+        assert len(verdict["p99_by_minute_ms"]) == 9
+
+    def test_one_slow_minute_is_not_flat_and_noise_within_twice_the_median_is(self) -> None:
+        assert soak.verdict(self.minutes(*[0.05] * 4, 0.5, *[0.05] * 5))["p99_stable"] is False
+        steady = soak.verdict(self.minutes(0.06, 0.05, 0.09, 0.07, 0.05, 0.08, 0.06, 0.05, 0.07, 0.06))
+        assert steady["p99_stable"] and steady["passed"]
 
     def test_a_steady_run_is_stable_and_passes(self) -> None:
         verdict = soak.verdict(self.minutes(True, True, True))
