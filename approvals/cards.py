@@ -57,8 +57,7 @@ def render_card(
     """
     if decision is None and request.state != "pending":
         decision = selectors.decision_for(request)
-    can_decide = request.state == "pending" and permissions.can_decide(user, request)
-    return render_card_as(request, can_decide=can_decide, decision=decision, http_request=http_request)
+    return _render(card_context(request, user, decision=decision), http_request)
 
 
 def render_card_as(

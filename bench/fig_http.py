@@ -97,12 +97,11 @@ def _check_bare(sample: Sample) -> str | None:
 
 @dataclass
 class Seen:
-    """What the dashboards read: frames, decided cards, each socket's card ids, and how
-    many times a socket went without the newest card when a wait for it gave up
+    """What the dashboards read: frames, each socket's decided cards' ids, and how many
+    times a socket went without the newest card when a wait for it gave up
     (`newest_arrived`)."""
 
     frames: int = 0
-    decided: int = 0
     missing: int = 0
     ids: list[set[str]] = field(default_factory=list)
 
@@ -131,7 +130,6 @@ def dashboards_open(ws_url: str, http_url: str, sessions: list[str]) -> Iterator
                 # Calls decided at submit come in batches, gathered per tick.
                 for each in frame["frames"] if frame.get("type") == "batch" else [frame]:
                     if each.get("type") == "request.decided":
-                        counts.decided += 1
                         ids.add(str(each.get("id")))
 
         drains = [asyncio.ensure_future(drain(sock, ids)) for sock, ids in zip(sockets, counts.ids, strict=True)]

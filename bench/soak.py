@@ -276,6 +276,7 @@ def verdict(soak: Soak) -> dict[str, Any]:
     by_minute = [p99(minute) for minute in minutes]
     median_minute = statistics.median(by_minute) if by_minute else 0.0
     auto = sorted(v for w in windows for v in w.auto_latencies)
+    deciding = sorted(v for w in windows for v in w.deciding)
     result = {
         "calls": sum(w.calls for w in soak.windows),
         "errors": errors,
@@ -290,8 +291,8 @@ def verdict(soak: Soak) -> dict[str, Any]:
         "p99_ms": round(p99(windows), 1),
         "auto_p50_ms": _ms(auto, 50),
         "auto_p99_ms": _ms(auto, 99),
-        "decide_p50_ms": _ms(sorted(v for w in windows for v in w.deciding), 50),
-        "decide_p99_ms": _ms(sorted(v for w in windows for v in w.deciding), 99),
+        "decide_p50_ms": _ms(deciding, 50),
+        "decide_p99_ms": _ms(deciding, 99),
         "p99_first_minute_ms": round(first_p99, 1),
         "p99_last_minute_ms": round(last_p99, 1),
         "p99_by_minute_ms": [round(value, 1) for value in by_minute],
