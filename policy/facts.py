@@ -17,6 +17,7 @@ from typing import Any
 MAX_PATHS = 512  # a hook reports at most a few hundred paths per call
 MAX_PATH_CHARS = 4096  # PATH_MAX on Linux
 MAX_USER_CHARS = 256
+_FACT_FIELDS = frozenset({"real", "exists", "dir"})
 
 
 class FactsError(ValueError):
@@ -87,12 +88,17 @@ NO_FACTS = AgentFacts()
 
 
 def is_normal_absolute(path: object) -> bool:
-    """An absolute path with no ``.``, ``..``, doubled or trailing slash, or NUL."""
-    if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:
+    """An absolute path with no ``.``, ``..``, doubled or trailing slash, or NUL.
+
+    What ``posixpath.normpath`` leaves as it is, but ``//``: checked on the string, which
+    is a fraction of normpath's cost, for every path an agent reports.
+    """
+    if not isinstance(path, str) or not path.startswith("/") or "\x00" in path or len(path) > MAX_PATH_CHARS:
         return False
-    if len(path) > MAX_PATH_CHARS:
-        return False
-    return posixpath.normpath(path) == path and not path.startswith("//")
+    if path == "/":
+        return True
+    closed = path + "/"
+    return "//" not in closed and "/./" not in closed and "/../" not in closed
 
 
 def parse_facts(value: object) -> AgentFacts:
@@ -133,18 +139,16 @@ def _key(path: object) -> str:
 
 
 def _path_fact(path: str, fact: object) -> PathFact:
-    if not isinstance(fact, Mapping) or set(fact) - {"real", "exists", "dir"}:
+    if not isinstance(fact, Mapping) or not _FACT_FIELDS.issuperset(fact):
         raise FactsError(f"facts.paths[{path[:80]!r}] must be an object with real, exists and dir")
-    real = fact.get("real")
-    if real is not None and not is_normal_absolute(real):
+    real, exists, is_dir = fact.get("real"), fact.get("exists"), fact.get("dir")
+    # Most paths lead where they are written: the key is already checked.
+    if real is not None and real != path and not is_normal_absolute(real):
         raise FactsError(f"facts.paths[{path[:80]!r}].real must be a normalised absolute path")
-    flags: dict[str, Any] = {}
-    for name in ("exists", "dir"):
-        flag = fact.get(name)
-        if flag is not None and not isinstance(flag, bool):
+    for name, flag in (("exists", exists), ("dir", is_dir)):
+        if flag is not None and flag is not True and flag is not False:
             raise FactsError(f"facts.paths[{path[:80]!r}].{name} must be true, false or null")
-        flags[name] = flag
-    return PathFact(real, flags["exists"], flags["dir"])
+    return PathFact(real, exists, is_dir)
 
 
 def facts_to_dict(facts: AgentFacts) -> dict[str, Any]:

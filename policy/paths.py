@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os.path
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +26,19 @@ PROTECTED_DIRS = (
     ".yarn",
     ".mvn",
 )
+
+
+def _by_head(entries: Iterable[str]) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    """Each entry as its components, under its first one, in the order given."""
+    found: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for entry in entries:
+        parts = tuple(entry.split("/"))
+        found.setdefault(parts[0], []).append((entry, parts))
+    return found
+
+
+# A path's components meet only the protected directories that start with them.
+_PROTECTED_DIRS_BY_HEAD = _by_head(PROTECTED_DIRS)
 # Claude Code exempts only this: worktrees it creates for agents.
 PROTECTED_EXEMPT = (".claude/worktrees",)
 PROTECTED_FILES = frozenset(
@@ -103,8 +117,13 @@ def names_home(path: str) -> bool:
     return path.startswith("~")
 
 
+@functools.lru_cache(maxsize=1024)
 def lexical_path(path: str, cwd: str, home: str) -> str:
-    """Resolve ``~``, relative segments and ``..`` against cwd, without touching the disk."""
+    """Resolve ``~``, relative segments and ``..`` against cwd, without touching the disk.
+
+    Cached: a working directory and the names its commands use recur call after call,
+    and normpath is the costly part of resolving one.
+    """
     base = cwd if os.path.isabs(cwd) else "/"
     expanded = expand_home(path.replace("\x00", ""), home)
     lexical = os.path.normpath(os.path.join(base, expanded))
@@ -203,10 +222,9 @@ def protected_reason(path: NormalPath) -> str | None:
 
 def _protected_dir(parts: list[str]) -> str | None:
     """The protected directory ``parts`` (lower-cased) is, or lies in, if any."""
-    for index in range(len(parts)):
-        for entry in PROTECTED_DIRS:
-            size = entry.count("/") + 1
-            if "/".join(parts[index : index + size]) != entry:
+    for index, part in enumerate(parts):
+        for entry, entry_parts in _PROTECTED_DIRS_BY_HEAD.get(part, ()):
+            if tuple(parts[index : index + len(entry_parts)]) != entry_parts:
                 continue
             tail = "/".join(parts[index:])
             if any(tail == e or tail.startswith(e + "/") for e in PROTECTED_EXEMPT):

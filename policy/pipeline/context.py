@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import os.path
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from policy.facts import NO_FACTS, AgentFacts
@@ -37,8 +40,6 @@ class CallContext:
     resolver: PathResolver = field(init=False, repr=False)
     rule_keys: tuple[str, ...] = field(init=False)
     _operand_paths: list[NormalPath] | None = field(default=None, repr=False)
-    _bucket_keys: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict, repr=False)
-    _relatives: dict[str, dict[str, str | None]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.resolver = PathResolver(self.cwd, self.home, self.facts)
@@ -66,31 +67,39 @@ class CallContext:
             self._operand_paths = [self.resolver.normalise(s) for word in words for s in spell(word)]
         return self._operand_paths
 
-    def relative_to_roots(self, path: str) -> dict[str, str | None]:
+    def relative_to_roots(self, path: str) -> Mapping[str, str | None]:
         """``path`` relative to each rule root (abs, home, cwd); None where it is outside."""
-        found = self._relatives.get(path)
-        if found is None:
-            found = self._relatives[path] = {
-                "abs": _relative(path, "/"),
-                "home": _relative(path, self.home) if self.home is not None else None,
-                "cwd": _relative(path, self.project_root),
-            }
-        return found
+        return _relatives(path, self.home, self.project_root)
 
     def bucket_keys(self, path: str) -> tuple[tuple[str, str], ...]:
         """The path-rule buckets that could hold a rule matching ``path``, in root order."""
-        keys = self._bucket_keys.get(path)
-        if keys is None:
-            found: list[tuple[str, str]] = []
-            for root_kind, relative in self.relative_to_roots(path).items():
-                if relative is not None:
-                    found += [(root_kind, relative.split("/", 1)[0]), (root_kind, "")]
-            keys = self._bucket_keys[path] = tuple(found)
-        return keys
+        return _bucket_keys(path, self.home, self.project_root)
 
     @property
     def project_root(self) -> str:
         return self.cwd if os.path.isabs(self.cwd) else "/"
+
+
+# A path's place under each rule root depends on the path, the home and the project root
+# only, and the same few recur call after call: each is worked out once, for every call.
+@functools.lru_cache(maxsize=1024)
+def _relatives(path: str, home: str | None, project_root: str) -> Mapping[str, str | None]:
+    return MappingProxyType(
+        {
+            "abs": _relative(path, "/"),
+            "home": _relative(path, home) if home is not None else None,
+            "cwd": _relative(path, project_root),
+        }
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _bucket_keys(path: str, home: str | None, project_root: str) -> tuple[tuple[str, str], ...]:
+    found: list[tuple[str, str]] = []
+    for root_kind, relative in _relatives(path, home, project_root).items():
+        if relative is not None:
+            found += [(root_kind, relative.split("/", 1)[0]), (root_kind, "")]
+    return tuple(found)
 
 
 def rule_keys(spec: ToolSpec) -> tuple[str, ...]:
