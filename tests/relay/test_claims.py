@@ -127,6 +127,9 @@ class ClaimStoreTests:
         store = _store(kind, redis_server, ttl_ms=100)
         late = store.claim("r1", "alice via web")
         bobs = _claim_once_free(store, "r1", "bob via slack")
+        # Bob holds on for the rest of the test: a 100 ms claim could lapse on a busy
+        # machine before his release, which would then (rightly) wake nobody.
+        assert bobs.extend(30_000)
         late.release()  # not alice's any more: bob still holds it
         assert store.wait_released("r1", 0.05) is False
         bobs.release()
