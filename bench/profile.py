@@ -6,10 +6,15 @@ Starts the same services as `python -m bench`, then:
 - runs the hook command under cProfile,
 and prints the heaviest functions (inclusive time share of the samples) for each.
 Collapsed stacks are kept in var/bench/profile-*.txt for flame graphs.
+
+`--gil` keeps only the samples of the thread holding the GIL: the server's own Python
+work. Without it, a thread blocked in a C call that py-spy does not know as idle (psycopg
+sending a statement and waiting for its answer) counts as busy.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import collections
 import json
@@ -25,7 +30,8 @@ from bench.env import BIN, BenchEnv
 from bench.loadgen import run_load
 
 
-def pyspy(pid: int, out: Path, seconds: int) -> subprocess.Popen[bytes]:
+def pyspy(pid: int, out: Path, seconds: int, gil: bool = False) -> subprocess.Popen[bytes]:
+    """py-spy sampling ``pid`` for ``seconds`` at 200 Hz, every thread (``gil``: the GIL's holder only)."""
     return subprocess.Popen(
         [
             str(BIN / "py-spy"),
@@ -42,6 +48,7 @@ def pyspy(pid: int, out: Path, seconds: int) -> subprocess.Popen[bytes]:
             str(out),
             "--nonblocking",
             "--threads",
+            *(["--gil"] if gil else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -67,7 +74,7 @@ def top_frames(collapsed: Path, limit: int = 25, only_thread: str = "") -> list[
     return [(frame, round(100 * n / samples, 1)) for frame, n in totals.most_common(limit)] if samples else []
 
 
-def profile_http(env: BenchEnv, seconds: int) -> list[tuple[str, float]]:
+def profile_http(env: BenchEnv, seconds: int, gil: bool = False) -> list[tuple[str, float]]:
     out = env.work_dir / "profile-http.txt"
     with (
         env.server("daphne") as server,
@@ -75,7 +82,7 @@ def profile_http(env: BenchEnv, seconds: int) -> list[tuple[str, float]]:
     ):
         factory = fig_http._requests(env.fixtures["agent_token"])["submit"]
         asyncio.run(run_load([server.port], 1, 20, factory, fig_http._check_submit))
-        spy = pyspy(server.process.pid, out, seconds)
+        spy = pyspy(server.process.pid, out, seconds, gil)
         stop = threading.Event()
 
         def load() -> None:
@@ -90,14 +97,14 @@ def profile_http(env: BenchEnv, seconds: int) -> list[tuple[str, float]]:
     return top_frames(out)
 
 
-def profile_push(env: BenchEnv, seconds: int) -> list[tuple[str, float]]:
+def profile_push(env: BenchEnv, seconds: int, gil: bool = False) -> list[tuple[str, float]]:
     out = env.work_dir / "profile-push.txt"
 
     async def scenario(server: Any) -> None:
         agent = await push.open_agent(server.ws_url, env.fixtures["agent_token"])
         dashboards = [await push.open_dashboard(server.ws_url, server.url, s) for s in env.fixtures["sessions"]]
         async with push.approver_client(server.url, env.fixtures["approver_token"]) as http:
-            spy = pyspy(server.process.pid, out, seconds)
+            spy = pyspy(server.process.pid, out, seconds, gil)
             while spy.poll() is None:
                 await push.measure_push(agent, dashboards, http, 2)
         for sock in [agent, *dashboards]:
@@ -131,15 +138,19 @@ def profile_hook(env: BenchEnv) -> list[tuple[str, float]]:
     return sorted(rows, key=lambda r: -r[1])[:25]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("seconds", nargs="?", type=int, default=15, help="seconds of sampling per scenario")
+    parser.add_argument("--gil", action="store_true", help="only the samples of the thread holding the GIL")
+    args = parser.parse_args(argv)
     env = BenchEnv(quick=True)
-    seconds = int(sys.argv[1]) if len(sys.argv) > 1 else 15
+    samples = "samples holding the GIL" if args.gil else "busy samples"
     report: dict[str, Any] = {}
     try:
         env.start()
         report["hook (cProfile, % of wall)"] = profile_hook(env)
-        report["HTTP submit (py-spy, % of busy samples)"] = profile_http(env, seconds)
-        report["push scenario (py-spy, % of busy samples)"] = profile_push(env, seconds)
+        report[f"HTTP submit (py-spy, % of {samples})"] = profile_http(env, args.seconds, args.gil)
+        report[f"push scenario (py-spy, % of {samples})"] = profile_push(env, args.seconds, args.gil)
     finally:
         env.stop()
     for title, rows in report.items():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import ab, fig_engine, fig_push, report, soak
+from bench import ab, fig_engine, fig_push, profile, report, soak
 from bench.stats import Figure, Row, percentile, summary_ms
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -213,3 +213,47 @@ class ReportOnlyTests:
         text = page.read_text()
         assert "| | p50 | 9 ms | 1 ms (echo) | 9 | p50 <= 5 ms | **no** |" in text
         assert f"**5. Push**: {fig_push.BOTTLENECK}" in text
+
+
+_TWO_THREADS = """
+import hashlib, threading, time
+
+def spin():
+    while True:
+        sum(range(1000))
+
+def hash_big():
+    data = b"x" * 8_000_000
+    while True:
+        hashlib.sha256(data).digest()  # in C, without the GIL
+
+threading.Thread(target=spin, daemon=True).start()
+threading.Thread(target=hash_big, daemon=True).start()
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+class ProfileTests:
+    def _shares(self, tmp_path: Path, gil: bool) -> tuple[float, float]:
+        """The share of samples in the Python spinner and in the thread hashing in C."""
+        child = subprocess.Popen([sys.executable, "-c", _TWO_THREADS], stdout=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+            out = tmp_path / f"gil-{gil}.txt"
+            assert profile.pyspy(child.pid, out, 2, gil=gil).wait(timeout=30) == 0
+            frames = dict(profile.top_frames(out, limit=100))
+        finally:
+            child.kill()
+            child.wait()
+        spin = next((share for frame, share in frames.items() if frame.startswith("spin ")), 0.0)
+        hashing = next((share for frame, share in frames.items() if frame.startswith("hash_big ")), 0.0)
+        return spin, hashing
+
+    def test_with_gil_it_counts_the_gils_holder_not_a_thread_busy_in_c(self, tmp_path: Path) -> None:
+        spin, hashing = self._shares(tmp_path, gil=True)
+        assert spin > 75 and hashing < 25, (spin, hashing)
+
+    def test_without_it_a_thread_busy_in_c_counts_as_busy(self, tmp_path: Path) -> None:
+        spin, hashing = self._shares(tmp_path, gil=False)
+        assert hashing > 25, (spin, hashing)
