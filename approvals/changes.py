@@ -9,6 +9,7 @@ directory, the session and the mode. Data in, words out; nothing here imports Dj
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,15 @@ def likeness_key(tool_name: str, tool_input: Any) -> str:
         return f"WebFetch {parsed.host if parsed is not None else url}"
     path = next((str(data[key]) for key in PATH_KEYS if isinstance(data.get(key), str)), "")
     return f"{tool_name} {path}"
+
+
+def likeness_hash(tool_name: str, tool_input: Any) -> str:
+    """`likeness_key` as each request stores it (`PermissionRequest.likeness`): SHA-256, hex.
+
+    - Stored, so "the last allow like this one" is one indexed read, not a scan in Python.
+      Changing `likeness_key` means a migration that works the stored ones out again.
+    """
+    return hashlib.sha256(likeness_key(tool_name, tool_input).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -139,9 +139,13 @@ class JoinedRead(Generic[M]):
         - `condition` and `order` are SQL written from the models (`table`, `column`), never
           from input: the values go in `params`.
         """
+        return list(self._read(self._statement(), *self.where_statement(condition, params, order=order)))
+
+    def where_statement(self, condition: str, params: Sequence[Any], *, order: str = "") -> Statement:
+        """`where`'s statement, to send with others (`run_together`); read its rows with `instances`."""
         statement = self._statement()
         sql = f"{statement.select} WHERE {' AND '.join([f'({condition})', *statement.also])}"
-        return list(self._read(statement, f"{sql} ORDER BY {order}" if order else sql, params))
+        return (f"{sql} ORDER BY {order}" if order else sql), params
 
     def each_statement(self, values: Collection[Any]) -> Statement:
         """`each`'s statement, to send with others (`run_together`); read its rows with `instances`.

@@ -78,14 +78,17 @@ class PushedCard:
         return None
 
 
-def load_cards(request_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, PushedCard | None]:
+def load_cards(
+    request_ids: Collection[uuid.UUID], asked: Collection[uuid.UUID] = ()
+) -> dict[uuid.UUID, PushedCard | None]:
     """Read and render these cards for every socket: each id's card, None where there is
     no such request (ORM work: call from a worker thread).
 
     - Two statements however many cards, sent together: the requests, and their teams'
-      memberships.
+      memberships; and one for each of the `asked` ids (announced by an `ASKED_EVENTS`
+      event): what its pending card says "since last allowed" about.
     """
-    requests, teams = relay_selectors.requests_for_cards(request_ids)
+    requests, teams = relay_selectors.requests_for_cards(request_ids, asked=asked)
     cards: dict[uuid.UUID, PushedCard | None] = dict.fromkeys(request_ids)
     for request_id, request in requests.items():
         cards[request_id] = _render(request, teams[request.team_id])
@@ -161,7 +164,10 @@ class CardFanout:
                 wanted[key] = key[1]
         if not wanted:
             return
-        read = asyncio.ensure_future(database_sync_to_async(load_cards, thread_sensitive=False)(set(wanted.values())))
+        asked = {request_id for (kind, request_id, _), request_id in wanted.items() if kind in ASKED_EVENTS}
+        read = asyncio.ensure_future(
+            database_sync_to_async(load_cards, thread_sensitive=False)(set(wanted.values()), asked)
+        )
         futures: dict[tuple[Any, ...], asyncio.Future[PushedCard | None]] = {}
         for key in wanted:
             future = futures[key] = loop.create_future()
@@ -189,7 +195,7 @@ class CardFanout:
 
         def run() -> None:
             try:
-                read.set_result(load_cards([request_id])[request_id])
+                read.set_result(load_cards([request_id], asked=[request_id])[request_id])
             except Exception as exc:  # the sockets see a failed read, as they would their own
                 read.set_exception(exc)
 
@@ -281,6 +287,8 @@ CARDS = CardFanout()
 CARD_EVENTS = frozenset(
     {"request.created", "request.updated", "request.decided", "request.cancelled", "request.expired"}
 )
+# Those of a pending card: its read brings "since last allowed" along (`load_cards`).
+ASKED_EVENTS = frozenset({"request.created", "request.updated"})
 
 
 # --- one subscription per group and process -----------------------------------------------

@@ -11,7 +11,7 @@ from django.db import connection
 
 from approvals import services
 from approvals.models import Agent, Membership, PermissionRequest, PersonalToken
-from approvals.selectors.requests import REQUEST_WITH_DECISION
+from approvals.selectors.requests import REQUEST_WITH_DECISION, allowed_like_statement, keep_allowed_like
 from approvals.written import column, run_together, table
 
 
@@ -47,23 +47,38 @@ _CARD = REQUEST_WITH_DECISION
 
 
 def requests_for_cards(
-    request_ids: Collection[uuid.UUID],
+    request_ids: Collection[uuid.UUID], *, asked: Collection[uuid.UUID] = ()
 ) -> tuple[dict[uuid.UUID, PermissionRequest], dict[int, dict[int, str]]]:
     """The requests of these ids that exist, each with its agent, team and (once decided)
     decision, and every member of their teams with their role (team id -> user id ->
     "admin" | "approver" | "viewer"; a team without members maps to {}).
 
     Every process with a dashboard open reads each announced request, so this is on the
-    path of every call: two statements written out once per process (`approvals.written`),
+    path of every call: statements written out once per process (`approvals.written`),
     the first returning what `select_related("agent", "team", "decision")` returns, sent
     together: one round trip on PostgreSQL. The cards of one tick's calls decided at
     submit are read together (relay.fanout).
+
+    - `asked`: the ids announced as asks (their cards are pending ones). Each one's last
+      person's allow of a call like it comes in the same message, kept on the request
+      for its card (`selectors.last_allowed_like`; a card no longer pending says nothing
+      of it).
     """
     if not request_ids:
         return {}, {}
     ids = [PermissionRequest._meta.pk.get_db_prep_value(request_id, connection) for request_id in request_ids]
-    found, members = run_together([_CARD.each_statement(request_ids), (_roles_sql(connection.vendor, len(ids)), ids)])
+    asked = [request_id for request_id in asked if request_id in request_ids]
+    found, members, *allowed = run_together(
+        [
+            _CARD.each_statement(request_ids),
+            (_roles_sql(connection.vendor, len(ids)), ids),
+            *(allowed_like_statement(request_id) for request_id in asked),
+        ]
+    )
     requests = {request.pk: request for request in _CARD.instances(found)}
+    for request_id, rows in zip(asked, allowed, strict=True):
+        if request_id in requests:
+            keep_allowed_like(requests[request_id], rows)
     teams: dict[int, dict[int, str]] = {request.team_id: {} for request in requests.values()}
     for team_id, user_id, role in members:
         if team_id in teams:  # not a team of a request committed between the two statements

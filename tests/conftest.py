@@ -240,6 +240,9 @@ DB_ENGINE_SUITES = (
     "tests/approvals/test_approver_analytics.py",
     "tests/approvals/test_denials_monitor.py",
     "tests/approvals/test_events.py",
+    "tests/approvals/test_likeness_migration.py",
+    # "Since last allowed": one statement, written by hand, sent with the card's read.
+    "tests/approvals/test_pages_card_since.py",
     "tests/approvals/test_rules_cache.py",
     "tests/approvals/test_submit_statements.py",
     "tests/approvals/test_what_if.py",

@@ -14,7 +14,7 @@ from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from approvals import changes, permissions
+from approvals import permissions
 from approvals.models import (
     Agent,
     AuditKind,
@@ -24,7 +24,7 @@ from approvals.models import (
     RequestState,
     TeamSettings,
 )
-from approvals.written import JoinedRead, ModelColumns, column, run_together, table
+from approvals.written import JoinedRead, ModelColumns, Statement, column, run_together, table
 from policy import grants
 
 
@@ -351,40 +351,66 @@ def _ran(request: PermissionRequest, decision: Decision | None) -> dict[str, Any
 
 
 # How far back "the last time a person allowed a call like this" looks: the newest
-# allows of this agent and tool, checked for likeness in Python (a key no index holds).
+# people's allows of this agent and tool, the first of them like it.
 LIKE_LOOKBACK = 50
+
+# Where `requests_for_cards` leaves the answer it read with the request (`allowed_like_statement`).
+_ALLOWED_LIKE = "_gh_allowed_like"
 
 
 def last_allowed_like(request: PermissionRequest) -> Decision | None:
-    """The newest person's allow of a call like `request` (same agent, tool and target)."""
-    key = changes.likeness_key(request.tool_name, request.tool_input)
-    # Every pending card reads this (each push, each snapshot): the candidates' inputs
-    # only, then the one that matches in full; both statements written once per process.
-    meta = PermissionRequest._meta
-    tool_input, request_id = meta.get_field("tool_input"), meta.pk.get_db_prep_value(request.pk, connection)
-    with connection.cursor() as cursor:
-        cursor.execute(_allows_sql(connection.vendor), [request.agent_id, request.tool_name, request_id, LIKE_LOOKBACK])
-        recent = cursor.fetchall()
-    for pk, value in recent:
-        before = tool_input.from_db_value(value, tool_input.cached_col, connection)
-        if changes.likeness_key(request.tool_name, before) == key:
-            return _ALLOWED.first(pk)
-    return None
+    """The newest person's allow of a call like `request` (same agent, tool and
+    `likeness`), with its request; one statement, or none when the request was read with it."""
+    if _ALLOWED_LIKE in request.__dict__:
+        found: Decision | None = request.__dict__[_ALLOWED_LIKE]
+        return found
+    return allowed_like(run_together([allowed_like_statement(request.pk)])[0])
 
 
-# The newest people's allows of an agent's tool, but one request's (decision_people_allows).
+def allowed_like_statement(request_id: uuid.UUID) -> Statement:
+    """`last_allowed_like`'s statement for the request of this id, to send with others
+    (`run_together`); read its rows with `allowed_like`."""
+    request_id = PermissionRequest._meta.pk.get_db_prep_value(request_id, connection)
+    params = [request_id, request_id, request_id, LIKE_LOOKBACK, request_id]
+    return _ALLOWED.where_statement(_allowed_like_sql(connection.vendor), params)
+
+
+def allowed_like(rows: list[tuple[Any, ...]]) -> Decision | None:
+    """The allow `allowed_like_statement`'s rows hold, with its request; None for none."""
+    return next(iter(_ALLOWED.instances(rows)), None)
+
+
+def keep_allowed_like(request: PermissionRequest, rows: list[tuple[Any, ...]]) -> None:
+    """Keep the answer read with `request` (`allowed_like_statement`): `last_allowed_like`
+    then reads nothing."""
+    request.__dict__[_ALLOWED_LIKE] = allowed_like(rows)
+
+
 @functools.cache
-def _allows_sql(vendor: str) -> str:
+def _allowed_like_sql(vendor: str) -> str:
+    """The allow's condition (t0: the allow). One id, worked out before the allow is read
+    (PostgreSQL: an InitPlan, then the allow by its key): the request's agent, tool and
+    likeness, each read once; `decision_people_allows` walked newest first, stopping after
+    LIKE_LOOKBACK rows; the newest of those whose request is alike."""
     d, r = Decision, PermissionRequest
+
+    def of_request(name: str) -> str:
+        return f"(SELECT {column(r, name)} FROM {table(r)} WHERE {column(r, 'id')} = %s)"  # noqa: S608
+
     # Every name comes from the models, quoted; the values are parameters.
+    recent = (
+        f"SELECT {column(d, 'id')}, {column(d, 'request')}, {column(d, 'created_at')} FROM {table(d)}"  # noqa: S608
+        f" WHERE {column(d, 'agent')} = {of_request('agent')} AND {column(d, 'tool_name')} = {of_request('tool_name')}"
+        f" AND {column(d, 'behavior')} = 'allow' AND {column(d, 'reason_type')} = 'user'"
+        f" AND {column(d, 'request')} <> %s ORDER BY {column(d, 'created_at')} DESC LIMIT %s"
+    )
     return (
-        f"SELECT d.{column(d, 'id')}, r.{column(r, 'tool_input')} FROM {table(d)} d"  # noqa: S608
-        f" JOIN {table(r)} r ON r.{column(r, 'id')} = d.{column(d, 'request')}"
-        f" WHERE d.{column(d, 'agent')} = %s AND d.{column(d, 'tool_name')} = %s"
-        f" AND d.{column(d, 'behavior')} = 'allow' AND d.{column(d, 'reason_type')} = 'user'"
-        f" AND d.{column(d, 'request')} <> %s ORDER BY d.{column(d, 'created_at')} DESC LIMIT %s"
+        f"t0.{column(d, 'id')} = (SELECT gh_recent.{column(d, 'id')} FROM ({recent}) gh_recent"  # noqa: S608
+        f" JOIN {table(r)} gh_like ON gh_like.{column(r, 'id')} = gh_recent.{column(d, 'request')}"
+        f" WHERE gh_like.{column(r, 'likeness')} = {of_request('likeness')}"
+        f" ORDER BY gh_recent.{column(d, 'created_at')} DESC LIMIT 1)"
     )
 
 
-# The allow a card compares with, with its request: `select_related("request")` by id.
-_ALLOWED = JoinedRead(Decision, relations=("request",), match=("id",))
+# The allow a card compares with, with its request.
+_ALLOWED = JoinedRead(Decision, relations=("request",), match=())

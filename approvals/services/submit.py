@@ -21,7 +21,7 @@ from django.utils import timezone
 
 import policy
 import policy.learning
-from approvals import events, quorum, selectors, why, written
+from approvals import changes, events, quorum, selectors, why, written
 from approvals.audit import append_decision, input_hash
 from approvals.engine_input import engine_input
 from approvals.extensions import PreDecisionWork, registry
@@ -156,13 +156,15 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
     if verdict.behavior == "ask" and context.pending >= limit:
         verdict = _over_pending_limit(verdict)
     engine_ms = (time.perf_counter() - started) * 1000
+    tool_name, tool_input = verdict.tool_name or call["tool_name"], call.get("tool_input", {})
     request = PermissionRequest(
         agent=agent,
         team_id=agent.team_id,
         tool_use_id=tool_use_id,
-        tool_name=verdict.tool_name or call["tool_name"],
-        tool_input=call.get("tool_input", {}),
-        input_hash=input_hash(call.get("tool_input", {})),
+        tool_name=tool_name,
+        tool_input=tool_input,
+        input_hash=input_hash(tool_input),
+        likeness=changes.likeness_hash(tool_name, tool_input),
         session_id=doc["session_id"],
         cwd=doc["cwd"],
         permission_mode=doc["mode"],

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from approvals import selectors, services
-from approvals.models import Decision, PermissionRequest
+from approvals import changes, selectors, services
+from approvals.models import Decision, PermissionRequest, Team
 from approvals.selectors import requests as request_reads
+from relay import fanout
+from relay import selectors as relay_selectors
 from tests.approvals.test_pages_card import card_html
 
 
@@ -81,11 +86,41 @@ class SinceLastAllowedTests:
         assert "<script>" not in shown and "&lt;script&gt;" in shown
 
 
+# The oracle: the read before the likeness was stored (the newest people's allows of the
+# agent and tool, the first whose likeness Python works out to the pending call's).
+def allowed_like_by_python(request: Any) -> Decision | None:
+    recent = (
+        Decision.objects.filter(agent_id=request.agent_id, tool_name=request.tool_name, behavior="allow")
+        .filter(reason_type="user")
+        .exclude(request_id=request.pk)
+        .select_related("request")
+        .order_by("-created_at")[: request_reads.LIKE_LOOKBACK]
+    )
+    key = changes.likeness_key(request.tool_name, request.tool_input)
+    return next((d for d in recent if changes.likeness_key(d.request.tool_name, d.request.tool_input) == key), None)
+
+
+# Calls that are alike and not: a command's first word, a file's path, a URL's host.
+CALLS = [
+    ("Bash", {"command": "pytest -q"}),
+    ("Bash", {"command": "pytest -x tests/b"}),
+    ("Bash", {"command": "npm test"}),
+    ("Bash", {"command": "  pytest"}),
+    ("Bash", {"command": "pytest\t-k x"}),
+    ("Edit", {"file_path": "/srv/app/a.py", "old_string": "a", "new_string": "b"}),
+    ("Edit", {"file_path": "/srv/app/a.py", "old_string": "c", "new_string": "d"}),
+    ("Edit", {"file_path": "/srv/app/b.py", "old_string": "a", "new_string": "b"}),
+    ("WebFetch", {"url": "https://example.com/a", "prompt": "p"}),
+    ("WebFetch", {"url": "https://EXAMPLE.com/b", "prompt": "p"}),
+    ("WebFetch", {"url": "https://example.org/a", "prompt": "p"}),
+]
+
+
 @pytest.mark.django_db
 class LastAllowedReadTests:
-    """`selectors.last_allowed_like` is two statements written once per process."""
+    """`selectors.last_allowed_like` is one statement, written once per process."""
 
-    def test_it_reads_what_the_orm_reads_in_two_statements(
+    def test_it_reads_what_the_orm_reads_in_one_statement(
         self, alice: Any, admin: Any, ci_bot: Any, other_bot: Any
     ) -> None:
         allowed(ci_bot.agent, alice, "pytest -q tests/old")
@@ -97,7 +132,7 @@ class LastAllowedReadTests:
             found = selectors.last_allowed_like(pending)
             assert found is not None
             request = found.request  # read with it: no statement of its own
-        assert len(queries) == 2, [q["sql"][:80] for q in queries]
+        assert len(queries) == 1, [q["sql"][:80] for q in queries]
         orm = Decision.objects.select_related("request").get(pk=newest.pk)
         assert found == orm
         assert all(getattr(found, f.attname) == getattr(orm, f.attname) for f in Decision._meta.concrete_fields)
@@ -105,6 +140,49 @@ class LastAllowedReadTests:
         assert all(getattr(request, f.attname) == getattr(orm.request, f.attname) for f in fields)
         # The request's own allow is never its own "last allow".
         assert selectors.last_allowed_like(newest.request) != newest
+
+    @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(
+        history=st.lists(
+            st.tuples(
+                st.sampled_from(range(len(CALLS))),
+                st.sampled_from(["allow", "allow", "deny"]),
+                st.sampled_from(["mine", "mine", "other agent's"]),
+            ),
+            max_size=12,
+        ),
+        asked=st.sampled_from(range(len(CALLS))),
+    )
+    def test_it_finds_what_working_the_likeness_out_in_python_found(
+        self, history: list[tuple[int, str, str]], asked: int
+    ) -> None:
+        # One fresh team per example: the audit log is append-only, so examples cannot be undone.
+        team = Team.objects.create(name=f"like-{uuid.uuid4().hex[:12]}")
+        mine, _ = services.agent_create(name="like-bot", team=team)
+        other, _ = services.agent_create(name="other-like-bot", team=team)
+        services.rule_create(rule="Edit", behavior="ask", source="policySettings", team=team)
+        for n, (call, behavior, whose) in enumerate([*history, (asked, "", "mine")]):
+            tool_name, tool_input = CALLS[call]
+            agent = mine if whose == "mine" else other
+            submitted = {"tool_name": tool_name, "tool_input": tool_input, "cwd": "/srv/app", "tool_use_id": f"l{n}"}
+            result = services.request_submit(agent=agent, call=submitted)
+            assert result.decision is None, "every call here is asked"
+            if behavior:
+                services.request_decide(
+                    result.request.pk, services.Answer(behavior=behavior, surface="api", decided_by="al")
+                )
+        pending = result.request
+        found, expected = selectors.last_allowed_like(pending), allowed_like_by_python(pending)
+        assert (found and found.pk) == (expected and expected.pk), (history, asked)
+
+    def test_it_looks_back_so_far_and_no_further(self, alice: Any, ci_bot: Any) -> None:
+        alike = allowed(ci_bot.agent, alice, "pytest -q")
+        for n in range(request_reads.LIKE_LOOKBACK - 1):
+            allowed(ci_bot.agent, alice, f"npm test {n}")
+        pending = ask(ci_bot.agent, "pytest -x")
+        assert selectors.last_allowed_like(pending) == alike  # the last of the newest 50
+        allowed(ci_bot.agent, alice, "npm test again")
+        assert selectors.last_allowed_like(pending) is None == allowed_like_by_python(pending)
 
     @pytest.mark.postgresql
     def test_it_walks_only_peoples_allows_on_postgresql(self, alice: Any, ci_bot: Any) -> None:
@@ -115,10 +193,48 @@ class LastAllowedReadTests:
             cursor.execute("ANALYZE approvals_decision")
             cursor.execute("SET enable_seqscan = off")
             try:
-                sql = request_reads._allows_sql(connection.vendor)
-                params = [pending.agent_id, "Bash", pending.pk, request_reads.LIKE_LOOKBACK]
+                sql, params = request_reads.allowed_like_statement(pending.pk)
                 cursor.execute(f"EXPLAIN {sql}", params)
                 plan = "\n".join(row[0] for row in cursor.fetchall())
             finally:
                 cursor.execute("RESET enable_seqscan")
         assert "decision_people_allows" in plan, plan
+        # The walk is in the index's order, stopping at the newest 50: nothing is sorted.
+        assert "Sort" not in plan, plan
+
+
+@pytest.mark.django_db
+class ReadWithTheCardTests:
+    """A pending card's "since last allowed" comes in the message that reads the card."""
+
+    def test_an_asked_card_reads_it_with_the_request_and_renders_the_same(
+        self, alice: Any, admin: Any, ci_bot: Any, other_bot: Any
+    ) -> None:
+        allowed(ci_bot.agent, alice, "pytest -q tests/a")
+        asks = [ask(ci_bot.agent, "pytest -x"), ask(ci_bot.agent, "npm test"), ask(other_bot.agent, "pytest -x")]
+        decided = allowed(ci_bot.agent, admin, "pytest --lf")
+        ids = [r.pk for r in asks] + [decided.request_id]
+        with CaptureQueriesContext(connection) as queries:
+            read, _ = relay_selectors.requests_for_cards(ids, asked=ids)
+            answers = {request_id: selectors.last_allowed_like(read[request_id]) for request_id in ids}
+        # The requests, their teams' members and one read per ask: one message on PostgreSQL.
+        assert len(queries) == (1 if connection.vendor == "postgresql" else 2 + len(ids)), queries
+        for request_id in ids:
+            assert answers[request_id] == allowed_like_by_python(read[request_id])
+        assert answers[asks[0].pk] is not None and answers[asks[1].pk] is None is answers[asks[2].pk]
+        # A request no longer pending: its card says nothing "since" (its read is not used).
+        assert answers[decided.request_id] is not None
+        decided_card = fanout.load_cards([decided.request_id], asked=[decided.request_id])[decided.request_id]
+        assert decided_card is not None and "since-allowed" not in decided_card.html_approver
+        # The card pushed is the card the page renders, which reads it on its own.
+        card = fanout.load_cards([asks[0].pk], asked=[asks[0].pk])[asks[0].pk]
+        assert card is not None and "root allowed a call like this" in card.html_approver
+        assert since(card.html_approver) == since(card_html(alice, asks[0]))
+
+    def test_a_card_not_announced_as_an_ask_reads_it_on_its_own(self, alice: Any, ci_bot: Any) -> None:
+        allowed(ci_bot.agent, alice, "pytest -q")
+        pending = ask(ci_bot.agent, "pytest -x")
+        read, _ = relay_selectors.requests_for_cards([pending.pk])
+        with CaptureQueriesContext(connection) as queries:
+            found = selectors.last_allowed_like(read[pending.pk])
+        assert len(queries) == 1 and found is not None

@@ -355,7 +355,10 @@ class CardReadWhereCommittedTests:
             in_worker = database_sync_to_async(submit, thread_sensitive=False)
             # The session's denial state saved by an earlier call: the ask writes nothing else,
             # so on PostgreSQL its insert is a transaction of one message (approvals.written).
-            await in_worker("rm -rf before")
+            before, _ = await in_worker("rm -rf before")
+            # A person allowed a call like it: the card says what changed since.
+            allow = services.Answer(behavior="allow", surface="web", user=alice)
+            await database_sync_to_async(services.request_decide)(before.pk, allow)
             dashboard = Inbox()
             await fanout.GROUPS.join(team_group, dashboard.queue, cards=True)
             try:
@@ -374,8 +377,12 @@ class CardReadWhereCommittedTests:
             return [s for s in sql if 'FROM "approvals_membership"' in s and '"team_id" IN' in s]
 
         assert len(card_reads(statements)) == 1, statements
+        # What changed since the allow is read with the card: in the same message on PostgreSQL.
+        since_reads = [s for s in statements if "gh_recent" in s]
+        assert len(since_reads) == 1, statements
         if connection.vendor == "postgresql":
             assert "COMMIT" not in statements, statements
+            assert since_reads == card_reads(statements), statements
         assert card_reads(without) == [], without
         # The card the sockets take is the card read afresh, and Alice may decide it.
         fresh = fanout.load_cards([request.pk])[request.pk]
@@ -392,3 +399,4 @@ class CardReadWhereCommittedTests:
             fresh.roles,
         )
         assert card.html_for(alice) == card.html_approver and "rm -rf read-here" in card.html_approver
+        assert "alice allowed a call like this" in card.html_approver
