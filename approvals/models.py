@@ -170,8 +170,8 @@ class PermissionRequest(models.Model):
     input_hash = models.CharField(max_length=64)
     # What makes calls "like" each other (approvals.changes.likeness_hash): a pending card
     # names the last person's allow of a call like it (selectors.last_allowed_like) by this.
-    # Set where an ask is made (services.submit); empty on rows no person answers (the stop
-    # switch's, and the agent's own refusals of calls never asked here).
+    # Set at submit (services.submit); empty on the rows made elsewhere, which no person
+    # answers (the stop switch's, and the agent's own refusals of calls never asked here).
     likeness = models.CharField(max_length=64, blank=True, default="")
     session_id = models.CharField(max_length=200, blank=True, default="")
     cwd = models.CharField(max_length=4096, blank=True, default="")

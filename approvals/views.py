@@ -152,7 +152,7 @@ def manifest(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def queue(request: HttpRequest) -> HttpResponse:
-    pending = selectors.pending_requests(request.user)
+    pending = selectors.pending_cards(request.user)
     cards = [render_card(req, request.user, http_request=request) for req in pending]
     recent = [
         render_card(req, request.user, decision=selectors.joined_decision(req), http_request=request)

@@ -2,7 +2,8 @@
 WebSocket echo round trip on the same server process.
 
 - created: an agent's `permission_request` frame sent → `request.created` on a dashboard
-  (all 20 dashboards' arrivals are samples).
+  (all 20 dashboards' arrivals are samples); beside it, → the agent's own `pending` frame
+  (the ask's answer, which the card's read on the committing thread comes before).
 - decided: an approver's `POST …/decision` sent → the `decision` frame at the agent.
 """
 
@@ -49,6 +50,7 @@ async def scenario(server: Any, fixtures: dict[str, Any], samples: int, pending:
         "echo": summary_ms(echo_before + echo_after),
         "created_all_dashboards": summary_ms(measured.created),
         "created_first_dashboard": summary_ms(measured.created_first),
+        "agent_pending": summary_ms(measured.pending),
         "decided_to_agent": summary_ms(measured.decided),
         "decision_post": summary_ms(measured.decide_http),
         "cold_decided_to_agent": summary_ms(cold.decided),
@@ -104,8 +106,9 @@ def run(env: Any) -> Figure:
     # Beside the goals' rows: p50s against the baseline each is best read beside.
     extra = (
         (4, "first dashboard's request.created p50", "created_first_dashboard", "echo", "echo p50"),
+        (5, "submit -> the agent's own pending frame p50", "agent_pending", "echo", "echo p50"),
         (
-            5,
+            6,
             "the process's first decision -> agent (cold; not among the samples)",
             "cold_decided_to_agent",
             "decided_to_agent",

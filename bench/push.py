@@ -98,18 +98,20 @@ def ask_call() -> dict[str, Any]:
     }
 
 
-async def submit_pending(agent: Socket) -> tuple[float, str]:
+async def submit_pending(agent: Socket) -> tuple[float, float, str]:
+    """An ask: when it was sent, when the agent's own `pending` frame arrived, its id."""
     ref = uuid.uuid4().hex
     sent = time.perf_counter()
     await agent.send({"type": "permission_request", "ref": ref, "request": ask_call()})
-    _, frame = await agent.wait_for("pending", ref=ref)
-    return sent, str(frame["id"])
+    answered, frame = await agent.wait_for("pending", ref=ref)
+    return sent, answered, str(frame["id"])
 
 
 @dataclass
 class PushSamples:
     created: list[float] = field(default_factory=list)  # submit -> request.created on each dashboard
     created_first: list[float] = field(default_factory=list)  # ... on the first dashboard to get it
+    pending: list[float] = field(default_factory=list)  # submit -> the agent's own `pending` frame
     decided: list[float] = field(default_factory=list)  # decision POST sent -> decision frame at the agent
     decide_http: list[float] = field(default_factory=list)  # the decision POST's own response time
     errors: list[str] = field(default_factory=list)
@@ -120,7 +122,8 @@ async def measure_push(agent: Socket, dashboards: list[Socket], http: httpx.Asyn
     out = PushSamples()
     for _ in range(samples):
         try:
-            sent, request_id = await submit_pending(agent)
+            sent, answered, request_id = await submit_pending(agent)
+            out.pending.append(answered - sent)
             arrivals = await asyncio.gather(*(d.wait_for("request.created", id=request_id) for d in dashboards))
             delays = [stamp - sent for stamp, _ in arrivals]
             out.created += delays

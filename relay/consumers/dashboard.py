@@ -109,7 +109,7 @@ def _snapshot(user: Any) -> list[dict[str, str]]:
                 r.pk, render_card_as(r, can_decide=approver_of is None or r.team_id in approver_of)
             ),
         }
-        for r in selectors.pending_requests(user)
+        for r in selectors.pending_cards(user)
     ]
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -238,3 +239,27 @@ class ReadWithTheCardTests:
         with CaptureQueriesContext(connection) as queries:
             found = selectors.last_allowed_like(read[pending.pk])
         assert len(queries) == 1 and found is not None
+
+    def test_the_queue_reads_it_for_every_pending_card_together(self, alice: Any, admin: Any, ci_bot: Any) -> None:
+        allowed(ci_bot.agent, alice, "pytest -q tests/a")
+        allowed(ci_bot.agent, admin, "npm test")
+        asks = [ask(ci_bot.agent, "pytest -x"), ask(ci_bot.agent, "npm run lint"), ask(ci_bot.agent, "make docs")]
+        with CaptureQueriesContext(connection) as queries:
+            cards = selectors.pending_cards(alice)
+            answers = [selectors.last_allowed_like(request) for request in cards]
+        # The pending requests (after the user's teams), then every card's "since": one
+        # message on PostgreSQL.
+        since_reads = [q["sql"] for q in queries if "gh_recent" in q["sql"]]
+        assert len(since_reads) == (1 if connection.vendor == "postgresql" else len(asks)), since_reads
+        assert len(queries) == 2 + len(since_reads), [q["sql"][:70] for q in queries]
+        assert [request.pk for request in cards] == [request.pk for request in asks]
+        assert answers == [allowed_like_by_python(request) for request in asks]
+        assert [a and a.decided_by for a in answers] == ["alice", "root", None]
+        # The page and the dashboard's snapshot show what the card page shows.
+        client = Client()
+        client.force_login(alice)
+        queue = client.get("/").content.decode()
+        for request in asks:
+            card = re.search(rf'<article class="card[^"]*" id="req-{request.pk}".*?</article>', queue, re.S)
+            assert card is not None and since(card.group()) == since(card_html(alice, request))
+        assert queue.count('<div class="since-allowed">') == 2
