@@ -172,7 +172,9 @@ class PermissionRequest(models.Model):
     # names the last person's allow of a call like it (selectors.last_allowed_like) by this.
     # Set at submit (services.submit); empty on the rows made elsewhere, which no person
     # answers (the stop switch's, and the agent's own refusals of calls never asked here).
-    likeness = models.CharField(max_length=64, blank=True, default="")
+    # Empty in the database's default too: a server of the version before, still running
+    # while the upgrade is applied, writes its rows without it.
+    likeness = models.CharField(max_length=64, blank=True, default="", db_default="")
     session_id = models.CharField(max_length=200, blank=True, default="")
     cwd = models.CharField(max_length=4096, blank=True, default="")
     permission_mode = models.CharField(max_length=32, choices=Mode.choices, default=Mode.DEFAULT)

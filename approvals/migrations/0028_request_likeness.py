@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='permissionrequest',
             name='likeness',
-            field=models.CharField(blank=True, default='', max_length=64),
+            field=models.CharField(blank=True, db_default='', default='', max_length=64),
         ),
         # Works out what `approvals.changes.likeness_hash` says today; a change to it comes
         # with a migration of its own that works them out again.

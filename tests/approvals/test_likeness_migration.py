@@ -7,6 +7,7 @@ get what `changes.likeness_hash` says; a card then finds the allow made before t
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -56,3 +57,21 @@ class LikenessUpgradeTests:
         # The card of an ask made after the upgrade names the allow made before it.
         found = selectors.last_allowed_like(submit(ci_bot.agent, "pytest -x").request)
         assert found is not None and found.request_id == allowed.pk
+
+    def test_a_server_of_the_version_before_still_writes_its_rows(self, ci_bot: Any) -> None:
+        # While the upgrade is applied, the servers still running write rows without the
+        # column: the database fills it in (empty, as for any row no card compares with).
+        model = PermissionRequest._meta
+        written = submit(ci_bot.agent, "npm test").request
+        old_columns = [f.column for f in model.concrete_fields if f.name != "likeness"]
+        chosen = {"id": "%s", "tool_use_id": "%s"}
+        select = ", ".join(chosen.get(c, connection.ops.quote_name(c)) for c in old_columns)
+        names = ", ".join(connection.ops.quote_name(c) for c in old_columns)
+        copy = uuid.uuid4()
+        ids = [model.pk.get_db_prep_value(value, connection) for value in (copy, written.pk)]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {model.db_table} ({names}) SELECT {select} FROM {model.db_table} WHERE id = %s",  # noqa: S608
+                [ids[0], "old-server", ids[1]],
+            )
+        assert PermissionRequest.objects.get(pk=copy).likeness == ""
