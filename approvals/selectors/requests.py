@@ -14,7 +14,7 @@ from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from approvals import permissions
+from approvals import changes, permissions
 from approvals.models import (
     Agent,
     AuditKind,
@@ -371,11 +371,22 @@ _ALLOWED_LIKE = "_gh_allowed_like"
 
 def last_allowed_like(request: PermissionRequest) -> Decision | None:
     """The newest person's allow of a call like `request` (same agent, tool and
-    `likeness`), with its request; one statement, or none when the request was read with it."""
+    `likeness`), with its request; one statement, or none when the request was read with it.
+
+    - The stored likeness only finds it: the two calls' own tool and input (what the audit
+      chain covers) must say they are alike, else there is none to compare with.
+    """
     if _ALLOWED_LIKE in request.__dict__:
         found: Decision | None = request.__dict__[_ALLOWED_LIKE]
-        return found
-    return allowed_like(run_together([allowed_like_statement(request.pk)])[0])
+    else:
+        found = allowed_like(run_together([allowed_like_statement(request.pk)])[0])
+    if found is None:
+        return None
+    before = found.request
+    alike = changes.likeness_key(before.tool_name, before.tool_input) == changes.likeness_key(
+        request.tool_name, request.tool_input
+    )
+    return found if alike else None
 
 
 def allowed_like_statement(request_id: uuid.UUID) -> Statement:

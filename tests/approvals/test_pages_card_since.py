@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from approvals import changes, selectors, services
 from approvals.models import Decision, PermissionRequest, Team
 from approvals.selectors import requests as request_reads
+from approvals.written import run_together
 from relay import fanout
 from relay import selectors as relay_selectors
 from tests.approvals.test_pages_card import card_html
@@ -175,6 +176,16 @@ class LastAllowedReadTests:
         pending = result.request
         found, expected = selectors.last_allowed_like(pending), allowed_like_by_python(pending)
         assert (found and found.pk) == (expected and expected.pk), (history, asked)
+
+    def test_a_stored_likeness_that_lies_finds_nothing(self, alice: Any, ci_bot: Any) -> None:
+        # The likeness is worked out from what the chain covers, but is not covered itself:
+        # rewritten, it can find an allow, never make the card call it "like this".
+        other = allowed(ci_bot.agent, alice, "npm test")
+        pending = ask(ci_bot.agent, "pytest -x")
+        PermissionRequest.objects.filter(pk=other.request_id).update(likeness=pending.likeness)
+        assert request_reads.allowed_like(run_together([request_reads.allowed_like_statement(pending.pk)])[0]) == other
+        assert selectors.last_allowed_like(pending) is None
+        assert since(card_html(alice, pending)) == ""
 
     def test_it_looks_back_so_far_and_no_further(self, alice: Any, ci_bot: Any) -> None:
         alike = allowed(ci_bot.agent, alice, "pytest -q")
