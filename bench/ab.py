@@ -18,6 +18,13 @@ median of those differences is the answer.
 - Each server rings its doorbells under a Redis prefix of its own, so its dashboards
   get the cards of its own calls only; a slice of submits ends when they all have them,
   as in figure 2, so a call's CPU includes its cards.
+
+`--push`: figure 5's latencies instead, paired ask by ask. Each server has an agent
+socket and its dashboards open; the servers take turns (which goes first alternates),
+each turn one ask as figure 5 makes it: sent, its card on every dashboard, the agent's
+`pending`, a person's decision, the agent's `decision`. Each ask's latencies less the
+other server's ask beside it give the differences whose median is the answer: a swing of
+the machine's speed over seconds falls on both alike.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import fig_http
+from bench import fig_http, push
 from bench.env import ROOT, BenchEnv, Server
 from bench.loadgen import run_load
 
@@ -152,13 +159,17 @@ def _round(
     }
 
 
-def measure(env: BenchEnv, other: Path, rounds: int, calls: int, dashboards: int, slices: int) -> dict[str, Turns]:
+def start_servers(env: BenchEnv, other: Path) -> dict[str, Server]:
     # Each server rings its own doorbells (a Redis prefix of its own): its dashboards get
     # the cards of its own calls only, and all of that work is counted to it.
-    servers = {
+    return {
         "this": env.start_server("daphne"),
         "other": env.start_server("daphne", checkout=other, GATEHOUSE_REDIS_PREFIX=f"{env.redis_prefix}-other"),
     }
+
+
+def measure(env: BenchEnv, other: Path, rounds: int, calls: int, dashboards: int, slices: int) -> dict[str, Turns]:
+    servers = start_servers(env, other)
     turns = {side: Turns() for side in SIDES}
     sessions = env.fixtures["sessions"][:dashboards]
     requests = fig_http._requests(env.fixtures["agent_token"])
@@ -193,6 +204,62 @@ def measure(env: BenchEnv, other: Path, rounds: int, calls: int, dashboards: int
     return turns
 
 
+@dataclass
+class PushTurns:
+    """One server's asks (`--push`), one entry per ask: each is paired with the other
+    server's ask beside it."""
+
+    first_card_ms: list[float] = field(default_factory=list)  # sent -> the first dashboard's card
+    last_card_ms: list[float] = field(default_factory=list)  # sent -> the last dashboard's card
+    pending_ms: list[float] = field(default_factory=list)  # sent -> the agent's own `pending`
+    decided_ms: list[float] = field(default_factory=list)  # decision POST sent -> the agent's `decision`
+
+
+def push_summary(turns: dict[str, PushTurns]) -> dict[str, dict[str, float]]:
+    this, other = turns["this"], turns["other"]
+    return {
+        "submit -> the first dashboard's card, ms": paired(this.first_card_ms, other.first_card_ms),
+        "submit -> the last dashboard's card, ms": paired(this.last_card_ms, other.last_card_ms),
+        "submit -> the agent's own pending, ms": paired(this.pending_ms, other.pending_ms),
+        "decision -> agent, ms": paired(this.decided_ms, other.decided_ms),
+    }
+
+
+def measure_push(env: BenchEnv, other: Path, asks: int, dashboards: int) -> dict[str, PushTurns]:
+    servers = start_servers(env, other)
+    sessions = env.fixtures["sessions"][:dashboards]
+
+    async def scenario() -> dict[str, PushTurns]:
+        opened: dict[str, tuple[push.Socket, list[push.Socket], Any]] = {}
+        try:
+            for side, server in servers.items():
+                agent = await push.open_agent(server.ws_url, env.fixtures["agent_token"])
+                opened[side] = (agent, [], push.approver_client(server.url, env.fixtures["approver_token"]))
+                for session in sessions:
+                    opened[side][1].append(await push.open_dashboard(server.ws_url, server.url, session))
+            for side in SIDES:  # warm: the first decision opens connections and loads what deciding needs
+                await push.measure_push(*opened[side], 2)
+            turns = {side: PushTurns() for side in SIDES}
+            for n in range(asks):
+                for side in SIDES if n % 2 == 0 else SIDES[::-1]:
+                    one = await push.measure_push(*opened[side], 1)
+                    if one.errors:
+                        raise RuntimeError(f"an ask on the {side} server failed: {one.errors[0]}")
+                    turn = turns[side]
+                    turn.first_card_ms.append(1000 * min(one.created))
+                    turn.last_card_ms.append(1000 * max(one.created))
+                    turn.pending_ms.append(1000 * one.pending[0])
+                    turn.decided_ms.append(1000 * one.decided[0])
+            return turns
+        finally:
+            for agent, dashboards_open, http in opened.values():
+                for sock in [agent, *dashboards_open]:
+                    await sock.close()
+                await http.aclose()
+
+    return asyncio.run(scenario())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("other", type=Path, help="a checkout of the revision to compare with")
@@ -201,6 +268,8 @@ def main() -> int:
     parser.add_argument("--dashboards", type=int, default=20, help="dashboards open on each server")
     parser.add_argument("--slices", type=int, default=8, help="turns per server per round")
     parser.add_argument("--json", type=Path, help="write every round's measurements here")
+    parser.add_argument("--push", action="store_true", help="figure 5's latencies, paired ask by ask")
+    parser.add_argument("--asks", type=int, default=200, help="with --push: asks per server")
     args = parser.parse_args()
     other = args.other.resolve()
     if not (other / "gatehouse" / "serve.py").is_file():
@@ -210,17 +279,23 @@ def main() -> int:
     env = BenchEnv(quick=True)
     try:
         env.start()
-        turns = measure(env, other, args.rounds, args.calls, args.dashboards, args.slices)
+        if args.push:
+            asked = measure_push(env, other, args.asks, args.dashboards)
+            result, rounds = push_summary(asked), {side: asdict(turn) for side, turn in asked.items()}
+            heading, pairs = f"{args.asks} asks on each server, {args.dashboards} dashboards open on each", "the asks"
+        else:
+            turns = measure(env, other, args.rounds, args.calls, args.dashboards, args.slices)
+            result, rounds = summary(turns), {side: asdict(turn) for side, turn in turns.items()}
+            heading = f"{args.rounds} rounds of {args.calls} calls, {args.dashboards} dashboards open on each server"
+            pairs = "the rounds"
     finally:
         env.stop()
-    result = summary(turns)
-    print(f"\n{args.rounds} rounds of {args.calls} calls, {args.dashboards} dashboards open on each server")
-    print(f"this: {ROOT}\nother: {other}\n")
-    print("| median | this | other | this - other (median of the rounds) |\n|---|---|---|---|")
+    print(f"\n{heading}\nthis: {ROOT}\nother: {other}\n")
+    print(f"| median | this | other | this - other (median of {pairs}) |\n|---|---|---|---|")
     for name, values in result.items():
         print(f"| {name} | {values['this']:.3f} | {values['other']:.3f} | {values['difference']:+.3f} |")
     if args.json:
-        args.json.write_text(json.dumps({"summary": result, "rounds": {k: asdict(v) for k, v in turns.items()}}))
+        args.json.write_text(json.dumps({"summary": result, "rounds": rounds}))
     return 0
 
 

@@ -148,6 +148,25 @@ class HarnessTests:
         for side in ("this", "other"):
             assert len(rounds[side]["submit_cpu_ms"]) == len(rounds[side]["submit_db_cpu_ms"]) == 2
 
+    def test_the_paired_comparison_of_pushes_runs_against_a_checkout(self, tmp_path: Path, redis_url: str) -> None:
+        out = tmp_path / "ab-push.json"
+        sizes = ["--asks", "3", "--dashboards", "2"]
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.ab", str(ROOT), "--push", *sizes, "--json", str(out)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "| submit -> the last dashboard's card, ms |" in proc.stdout
+        assert "median of the asks" in proc.stdout
+        rounds = json.loads(out.read_text())["rounds"]
+        for side in ("this", "other"):
+            assert len(rounds[side]["last_card_ms"]) == len(rounds[side]["decided_ms"]) == 3
+            cards = zip(rounds[side]["first_card_ms"], rounds[side]["last_card_ms"], strict=True)
+            assert all(first <= last for first, last in cards)
+
 
 class PairedTests:
     def test_it_takes_the_median_of_the_rounds_differences_not_the_difference_of_medians(self) -> None:
@@ -179,6 +198,19 @@ class PairedTests:
         both = ab.summary(self.TURNS)["server and PostgreSQL CPU per submit, ms"]
         assert both == {"this": 9.0, "other": 10.0, "difference": pytest.approx(-1.0)}
         assert ab.summary(self.TURNS)["PostgreSQL CPU per submit, ms"]["difference"] == 1.0
+
+    def test_it_pairs_each_ask_with_the_other_servers_ask_beside_it(self) -> None:
+        this = ab.PushTurns(first_card_ms=[9.0, 12.0, 10.0], last_card_ms=[10.0, 13.0, 11.0])
+        other = ab.PushTurns(first_card_ms=[8.0, 14.0, 12.0], last_card_ms=[11.0, 13.0, 12.0])
+        this.pending_ms, this.decided_ms = [1.0, 2.0, 3.0], [5.0, 5.0, 5.0]
+        other.pending_ms, other.decided_ms = [1.0, 1.0, 1.0], [4.0, 6.0, 9.0]
+        result = ab.push_summary({"this": this, "other": other})
+        assert result["submit -> the first dashboard's card, ms"] == {"this": 10.0, "other": 12.0, "difference": -2.0}
+        assert result["submit -> the last dashboard's card, ms"]["difference"] == -1.0
+        assert result["submit -> the agent's own pending, ms"]["difference"] == 1.0
+        assert result["decision -> agent, ms"] == {"this": 5.0, "other": 6.0, "difference": -1.0}
+        with pytest.raises(ValueError, match="one value per round"):
+            ab.push_summary({"this": this, "other": ab.PushTurns()})
 
     @pytest.mark.postgresql
     def test_it_reads_postgresqls_cpu_from_its_processes(self) -> None:
