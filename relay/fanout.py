@@ -293,8 +293,12 @@ ASKED_EVENTS = frozenset({"request.created", "request.updated"})
 
 # --- one subscription per group and process -----------------------------------------------
 
-# A socket that stops reading its inbox (a handler stuck on a dead database) loses events
-# past this many, like a full channel: the doorbell is at most once, the snapshot the truth.
+# A socket whose inbox holds this many events (a handler stuck on a dead database, a
+# process past what its cores can do) is told it lost its events (`LOST`, as when the
+# subscription breaks) and hears nothing more: it closes (4011) once it reaches that, and
+# the page reconnects and refetches, the agent reconnects and resumes. Dropping events
+# past the bound instead lost asks silently: a dashboard never showed a card whose
+# `request.created` it missed, and nothing re-reads a card the page does not know of.
 MAX_BACKLOG = 1000
 LOST = "fanout.lost"
 # The events of calls decided at submit (`at_submit`: never pending, their cards only feed
@@ -313,6 +317,7 @@ class _LocalGroup:
     inboxes: set[asyncio.Queue[dict[str, Any]]]
     ready: asyncio.Future[None] | None = None
     cards: bool = False  # a socket that shows cards joined: the process reads the events' cards
+    behind: set[asyncio.Queue[dict[str, Any]]] = field(default_factory=set)  # told they lost events
     gathered: list[dict[str, Any]] = field(default_factory=list)
     tick: asyncio.TimerHandle | None = None
 
@@ -334,10 +339,12 @@ class LocalGroups:
 
     If that subscription breaks (Redis restarted), every member inbox gets a `fanout.lost`
     event: the socket closes (4011) and the page reconnects, subscribes and refetches, or
-    the agent reconnects and resumes.
+    the agent reconnects and resumes. So does a socket whose inbox is `max_backlog` events
+    behind, alone: it gets nothing more of the group from then on.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_backlog: int = MAX_BACKLOG) -> None:
+        self.max_backlog = max_backlog
         self._loop: asyncio.AbstractEventLoop | None = None
         self._groups: dict[str, _LocalGroup] = {}
         self._subscription: teambus.Subscription | None = None
@@ -371,6 +378,7 @@ class LocalGroups:
         if local is None or inbox not in local.inboxes:
             return
         local.inboxes.discard(inbox)
+        local.behind.discard(inbox)
         if local.inboxes:
             return
         del self._groups[group]
@@ -434,12 +442,15 @@ class LocalGroups:
             self._put(local, {"type": GATHERED, "events": gathered})
 
     def _put(self, local: _LocalGroup, event: dict[str, Any]) -> None:
-        group = local.name
         for inbox in list(local.inboxes):
-            if inbox.qsize() < MAX_BACKLOG:
+            if inbox in local.behind:
+                continue  # it closes when it reaches its `LOST`, and catches up on its next socket
+            if inbox.qsize() < self.max_backlog:
                 inbox.put_nowait(event)
-            else:
-                log.warning("a socket is %d events behind on %s; dropped one", MAX_BACKLOG, group)
+                continue
+            local.behind.add(inbox)
+            inbox.put_nowait({"type": LOST, "group": local.name, "behind": self.max_backlog})
+            log.warning("a socket is %d events behind on %s; it is told to reconnect", self.max_backlog, local.name)
 
     def _lost(self, error: BaseException) -> None:
         log.warning("lost the subscription to the doorbell groups; closing their sockets: %s", error)

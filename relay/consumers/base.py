@@ -157,9 +157,11 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
             await fanout.GROUPS.leave(group, self.inbox)
 
     async def fanout_lost(self, event: dict[str, Any]) -> None:
-        # The process lost its subscription to one of this socket's groups: rather than
-        # silently stop hearing, close; the client reconnects, and resumes or refetches.
-        log.warning("%s closed: lost the events of %s", type(self).__name__, event.get("group"))
+        # The process lost its subscription to one of this socket's groups, or this socket
+        # fell `behind` on them (relay.fanout.MAX_BACKLOG): rather than silently stop
+        # hearing, close; the client reconnects, and resumes or refetches.
+        why = f"{event['behind']} events behind" if "behind" in event else "the subscription broke"
+        log.warning("%s closed: lost the events of %s (%s)", type(self).__name__, event.get("group"), why)
         self.closing = True
         await self.close(CLOSE_EVENTS_LOST)
 

@@ -149,6 +149,49 @@ class GatheringOrderTests:
         assert [e["request_id"] for e in events] == ["a"] and left == 0
 
 
+class FallingBehindTests:
+    """A socket that stops reading is told it lost its events once, at the bound; the others hear on."""
+
+    @override_settings(REDIS_URL="")
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(bound=st.integers(1, 6), steps=st.lists(OTHER, min_size=1, max_size=20), rejoin=st.booleans())
+    def test_the_inbox_at_the_bound_gets_lost_once_and_nothing_after(
+        self, bound: int, steps: list[dict[str, Any]], rejoin: bool
+    ) -> None:
+        async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+            groups = fanout.LocalGroups(max_backlog=bound)
+            reading, stuck = Inbox(), Inbox()
+            await groups.join("team.3", reading.queue)
+            await groups.join("team.3", stuck.queue)
+            for step in steps:
+                await teambus.publish("team.3", step)
+                reading.read()
+            stuck.read()
+            if rejoin:  # left and joined again (the group forgets it was behind): it hears again
+                await groups.leave("team.3", stuck.queue)
+                again = Inbox()
+                again.queue = stuck.queue
+                await groups.join("team.3", again.queue)
+                await teambus.publish("team.3", steps[0])
+                heard_again = again.read()
+                reading.read()
+                await groups.leave("team.3", again.queue)
+            else:
+                heard_again = -1
+            await groups.leave("team.3", reading.queue)
+            await groups.leave("team.3", stuck.queue)
+            # Every inbox gone: the group is dropped, and its events reach no one.
+            await teambus.publish("team.3", steps[0])
+            assert reading.read() == 0 and stuck.read() == 0
+            return reading.events, stuck.events, heard_again
+
+        heard, stuck, heard_again = asyncio.run(scenario())
+        assert heard == (steps + steps[:1] if rejoin else steps)
+        lost = {"type": fanout.LOST, "group": "team.3", "behind": bound}
+        assert stuck == (steps if len(steps) <= bound else [*steps[:bound], lost])
+        assert heard_again == (1 if rejoin else -1)
+
+
 @pytest.mark.django_db(transaction=True)
 class CardsReadOnArrivalTests:
     @override_settings(REDIS_URL="")
