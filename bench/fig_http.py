@@ -37,7 +37,7 @@ BOTTLENECK = (
     "auto-decided submit costs about 2.7-3x the no-op's CPU (DRF's request cycle, the thread "
     "crossing, 2 round trips after the token: the context read, then the append's one message, "
     "which is its own transaction, since 2026-12-06's twelfth pass); with dashboards open each process "
-    "reads and renders the cards of one 0.1 s tick's calls decided at submit together, on one "
+    "reads and renders the cards of one tick's calls decided at submit (at most two ticks a second) together, on one "
     "worker thread in two statements, and hands them to each dashboard as one frame (20 "
     "dashboards added 2.2-3.2 ms per call before those reads were joined). The engine is ~0.1 ms "
     "(docs/PERFORMANCE.md, Issue 22)"

@@ -32,6 +32,7 @@ import asyncio
 import concurrent.futures
 import functools
 import logging
+import math
 import time
 import uuid
 from collections import OrderedDict
@@ -308,6 +309,11 @@ LOST = "fanout.lost"
 # read then, together: one worker-thread call and one round trip (two statements) per tick
 # instead of one call and two statements per card.
 GATHER_SECONDS = 0.1
+# And at most this often: under a flood of calls decided at submit, a tick every 0.1 s
+# replaced the page's "Recently decided" list ten times a second, each time with cards
+# read, rendered and sent that nobody could read in that time. A call after a quiet spell
+# still shows within `GATHER_SECONDS`.
+HAND_OVER_SECONDS = 0.5
 GATHERED = "requests.gathered"
 
 
@@ -320,6 +326,7 @@ class _LocalGroup:
     behind: set[asyncio.Queue[dict[str, Any]]] = field(default_factory=set)  # told they lost events
     gathered: list[dict[str, Any]] = field(default_factory=list)
     tick: asyncio.TimerHandle | None = None
+    handed_at: float = -math.inf  # the event loop's time of the last hand-over
 
 
 class LocalGroups:
@@ -330,7 +337,8 @@ class LocalGroups:
     every socket that joined.
 
     The events of calls decided at submit are gathered per group and handed over once
-    per tick (`GATHER_SECONDS`) as one `requests.gathered` event listing the newest the
+    per tick (`GATHER_SECONDS` after the first, and `hand_over_seconds` after the last
+    hand-over at the earliest) as one `requests.gathered` event listing the newest the
     page keeps (`shown_of`), in the order they arrived. The group's other events are
     handed over as they arrive, without waiting for the tick: a call decided at submit
     has no other event (it was never pending, and nothing re-renders a finished card),
@@ -343,8 +351,9 @@ class LocalGroups:
     behind, alone: it gets nothing more of the group from then on.
     """
 
-    def __init__(self, max_backlog: int = MAX_BACKLOG) -> None:
+    def __init__(self, max_backlog: int = MAX_BACKLOG, hand_over_seconds: float = HAND_OVER_SECONDS) -> None:
         self.max_backlog = max_backlog
+        self.hand_over_seconds = hand_over_seconds
         self._loop: asyncio.AbstractEventLoop | None = None
         self._groups: dict[str, _LocalGroup] = {}
         self._subscription: teambus.Subscription | None = None
@@ -426,7 +435,9 @@ class LocalGroups:
         if event.get("at_submit") is True:
             local.gathered.append(event)  # its card is read with the others at hand-over
             if local.tick is None:
-                local.tick = asyncio.get_running_loop().call_later(GATHER_SECONDS, self._hand_over, local)
+                loop = asyncio.get_running_loop()
+                wait = max(GATHER_SECONDS, local.handed_at + self.hand_over_seconds - loop.time())
+                local.tick = loop.call_later(wait, self._hand_over, local)
             return
         if local.cards and event.get("type") in CARD_EVENTS:
             CARDS.read(event)  # on a worker thread, beside the other cards being read
@@ -435,6 +446,7 @@ class LocalGroups:
     def _hand_over(self, local: _LocalGroup) -> None:
         """Put what the group gathered into its inboxes as one event (nothing when nothing was)."""
         _stop_tick(local)
+        local.handed_at = asyncio.get_running_loop().time()
         if local.gathered:
             gathered, local.gathered = shown_of(local.gathered), []
             if local.cards:

@@ -97,7 +97,7 @@ class GatheringOrderTests:
     @given(steps=STEPS)
     def test_every_inbox_gets_each_event_at_once_and_the_newest_gathered_per_tick(self, steps: list[Any]) -> None:
         async def scenario() -> tuple[list[Inbox], list[dict[str, Any]]]:
-            groups = fanout.LocalGroups()
+            groups = fanout.LocalGroups(hand_over_seconds=0)  # the order, not the spacing (below)
             inboxes = [Inbox(), Inbox()]
             for inbox in inboxes:
                 await groups.join("team.1", inbox.queue)
@@ -147,6 +147,33 @@ class GatheringOrderTests:
 
         events, left = asyncio.run(scenario())
         assert [e["request_id"] for e in events] == ["a"] and left == 0
+
+
+class HandOverSpacingTests:
+    @override_settings(REDIS_URL="")
+    def test_the_first_after_a_quiet_spell_waits_the_tick_and_the_next_the_interval(self) -> None:
+        interval = 2.0
+
+        async def scenario() -> tuple[float, float, list[list[str]]]:
+            loop = asyncio.get_running_loop()
+            groups = fanout.LocalGroups(hand_over_seconds=interval)
+            inbox = Inbox()
+            await groups.join("team.8", inbox.queue)
+            rung = loop.time()
+            await teambus.publish("team.8", {"type": "request.decided", "request_id": "a", "at_submit": True})
+            await inbox.read_next()
+            first = loop.time()
+            for n in range(3):  # a flood right after it waits for the interval, then comes as one
+                await teambus.publish("team.8", {"type": "request.decided", "request_id": f"b{n}", "at_submit": True})
+            await inbox.read_next()
+            second = loop.time()
+            await groups.leave("team.8", inbox.queue)
+            return first - rung, second - first, [[e["request_id"] for e in batch] for batch in inbox.gathered]
+
+        first_wait, gap, batches = asyncio.run(scenario())
+        assert fanout.GATHER_SECONDS <= first_wait < interval
+        assert gap >= interval
+        assert batches == [["a"], ["b0", "b1", "b2"]]
 
 
 class FallingBehindTests:
