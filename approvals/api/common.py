@@ -87,9 +87,15 @@ class QuerySerializer(StrictSerializer):
     """Query-string filters: every value arrives as text, so only unknown keys are refused."""
 
 
+NO_WAIT = 0.0
+
+
 class WaitQuerySerializer(serializers.Serializer):
     wait = serializers.FloatField(
-        required=False, default=0, min_value=0, help_text="Seconds to wait for a decision (capped by the server)."
+        required=False,
+        default=NO_WAIT,
+        min_value=0,
+        help_text="Seconds to wait for a decision (capped by the server).",
     )
 
     class Meta:
@@ -97,7 +103,14 @@ class WaitQuerySerializer(serializers.Serializer):
 
 
 def wait_seconds(request: Request) -> float:
-    """The `?wait=` parameter, validated and capped at GATEHOUSE_MAX_WAIT."""
+    """The `?wait=` parameter, validated and capped at GATEHOUSE_MAX_WAIT.
+
+    - Without one, the default at once: a serializer deep-copies its fields for each
+      request, about 1.7% of a server's interpreter time under figure 2's submits, to
+      hand back that default.
+    """
+    if "wait" not in request.query_params:
+        return NO_WAIT
     query = WaitQuerySerializer(data=request.query_params)
     query.is_valid(raise_exception=True)
     return float(min(query.validated_data["wait"], settings.GATEHOUSE_MAX_WAIT))
