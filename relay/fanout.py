@@ -29,6 +29,7 @@ is not in the card's team (or is inactive) gets nothing at all.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import functools
 import logging
@@ -295,13 +296,42 @@ ASKED_EVENTS = frozenset({"request.created", "request.updated"})
 # --- one subscription per group and process -----------------------------------------------
 
 # A socket whose inbox holds this many events (a handler stuck on a dead database, a
-# process past what its cores can do) is told it lost its events (`LOST`, as when the
-# subscription breaks) and hears nothing more: it closes (4011) once it reaches that, and
-# the page reconnects and refetches, the agent reconnects and resumes. Dropping events
-# past the bound instead lost asks silently: a dashboard never showed a card whose
-# `request.created` it missed, and nothing re-reads a card the page does not know of.
+# process past what its cores can do) is behind: see `Inbox.fall_behind`. (Until the
+# eighteenth pass the events past the bound were dropped, one warning each, and the
+# socket went on with the 1,000 before them: a dashboard never showed an ask whose
+# `request.created` it missed, nothing re-reads a card the page does not know of, and
+# working through the backlog, every card read afresh, took a loaded soak's dashboards
+# up to five minutes.)
 MAX_BACKLOG = 1000
 LOST = "fanout.lost"
+
+
+class Inbox(asyncio.Queue[dict[str, Any]]):
+    """A socket's one queue: its client's frames (`websocket.*`) and its groups' events, in
+    the order they arrived."""
+
+    behind = False
+
+    def _init(self, maxsize: int) -> None:  # asyncio.Queue's hook for the queue it keeps
+        self._queue: collections.deque[dict[str, Any]] = collections.deque()
+
+    def fall_behind(self, group: str, bound: int) -> int:
+        """Drop the events waiting here, keep the client's frames, and put `LOST` after them.
+
+        - The socket closes (4011) as it reaches `LOST`, soon: the page reconnects and
+          refetches, the agent reconnects and resumes, as when the process loses its
+          subscription. No group puts anything here from then on.
+        - Returns how many events were dropped.
+        """
+        self.behind = True
+        frames = [message for message in self._queue if str(message.get("type", "")).startswith("websocket.")]
+        dropped = len(self._queue) - len(frames)
+        self._queue.clear()
+        self._queue.extend(frames)
+        self.put_nowait({"type": LOST, "group": group, "behind": bound})
+        return dropped
+
+
 # The events of calls decided at submit (`at_submit`: never pending, their cards only feed
 # the dashboards' "recent" lists) are handed to a group's sockets together, as one
 # `GATHERED` event, this long after the first of them: one frame per socket per tick
@@ -320,10 +350,9 @@ GATHERED = "requests.gathered"
 @dataclass(eq=False)
 class _LocalGroup:
     name: str
-    inboxes: set[asyncio.Queue[dict[str, Any]]]
+    inboxes: set[Inbox]
     ready: asyncio.Future[None] | None = None
     cards: bool = False  # a socket that shows cards joined: the process reads the events' cards
-    behind: set[asyncio.Queue[dict[str, Any]]] = field(default_factory=set)  # told they lost events
     gathered: list[dict[str, Any]] = field(default_factory=list)
     tick: asyncio.TimerHandle | None = None
     handed_at: float = -math.inf  # the event loop's time of the last hand-over
@@ -348,7 +377,7 @@ class LocalGroups:
     If that subscription breaks (Redis restarted), every member inbox gets a `fanout.lost`
     event: the socket closes (4011) and the page reconnects, subscribes and refetches, or
     the agent reconnects and resumes. So does a socket whose inbox is `max_backlog` events
-    behind, alone: it gets nothing more of the group from then on.
+    behind, alone, at once (`Inbox.fall_behind`).
     """
 
     def __init__(self, max_backlog: int = MAX_BACKLOG, hand_over_seconds: float = HAND_OVER_SECONDS) -> None:
@@ -358,7 +387,7 @@ class LocalGroups:
         self._groups: dict[str, _LocalGroup] = {}
         self._subscription: teambus.Subscription | None = None
 
-    async def join(self, group: str, inbox: asyncio.Queue[dict[str, Any]], *, cards: bool = False) -> None:
+    async def join(self, group: str, inbox: Inbox, *, cards: bool = False) -> None:
         """Deliver the group's events into `inbox` from when this returns.
 
         - `cards`: the socket shows the events' cards (a dashboard). From then on the
@@ -382,12 +411,11 @@ class LocalGroups:
             local.inboxes.discard(inbox)
             raise
 
-    async def leave(self, group: str, inbox: asyncio.Queue[dict[str, Any]]) -> None:
+    async def leave(self, group: str, inbox: Inbox) -> None:
         local = self._groups.get(group)
         if local is None or inbox not in local.inboxes:
             return
         local.inboxes.discard(inbox)
-        local.behind.discard(inbox)
         if local.inboxes:
             return
         del self._groups[group]
@@ -455,14 +483,13 @@ class LocalGroups:
 
     def _put(self, local: _LocalGroup, event: dict[str, Any]) -> None:
         for inbox in list(local.inboxes):
-            if inbox in local.behind:
-                continue  # it closes when it reaches its `LOST`, and catches up on its next socket
+            if inbox.behind:
+                continue  # it closes at its `LOST`, and catches up on its next socket
             if inbox.qsize() < self.max_backlog:
                 inbox.put_nowait(event)
                 continue
-            local.behind.add(inbox)
-            inbox.put_nowait({"type": LOST, "group": local.name, "behind": self.max_backlog})
-            log.warning("a socket is %d events behind on %s; it is told to reconnect", self.max_backlog, local.name)
+            dropped = inbox.fall_behind(local.name, self.max_backlog)
+            log.warning("a socket fell %d events behind on %s; dropped them, told it to reconnect", dropped, local.name)
 
     def _lost(self, error: BaseException) -> None:
         log.warning("lost the subscription to the doorbell groups; closing their sockets: %s", error)

@@ -115,7 +115,7 @@ def request_id_of(frame: dict[str, Any]) -> uuid.UUID:
     return request_id
 
 
-async def _forward(receive: Callable[[], Awaitable[dict[str, Any]]], inbox: asyncio.Queue[dict[str, Any]]) -> None:
+async def _forward(receive: Callable[[], Awaitable[dict[str, Any]]], inbox: fanout.Inbox) -> None:
     while True:
         message = await receive()
         inbox.put_nowait(message)
@@ -134,7 +134,7 @@ class GatehouseConsumer(AsyncWebsocketConsumer):
         # inbox, and the client's frames are forwarded into it too: one queue handles
         # both in arrival order, so a snapshot and the events around it never overtake
         # each other.
-        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.inbox = fanout.Inbox()
         self.bus_groups: list[str] = []
         forward = asyncio.ensure_future(_forward(receive, self.inbox))
         try:

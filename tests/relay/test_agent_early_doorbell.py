@@ -42,7 +42,7 @@ class EarlyDoorbellTests:
         request = services.request_submit(agent=ci_bot.agent, call=ask_call()).request
 
         async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-            groups, inbox = fanout.LocalGroups(), asyncio.Queue[dict[str, Any]]()
+            groups, inbox = fanout.LocalGroups(), fanout.Inbox()
             await groups.join(events.agent_group(ci_bot.agent.pk), inbox)
             answer = services.Answer(behavior="allow", surface="web", user=alice)
             await in_thread(services.request_decide, request.pk, answer)

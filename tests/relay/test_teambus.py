@@ -269,7 +269,7 @@ class OwnDoorbellTests:
 
         async def scenario() -> list[dict[str, Any]]:
             groups = fanout.LocalGroups()
-            inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+            inbox = fanout.Inbox()
             await groups.join("team.1", inbox, cards=True)
             client = redis.asyncio.Redis.from_url(redis_url.url)
             odd = {"origin": "another-process", "event": {"type": ["request.created"], "request_id": "a"}}
