@@ -107,18 +107,18 @@ class EngineFigureTests:
         assert fig_engine._stat_us(found["Bash@200"], "p99") > 0
 
 
+def run_module(*argv: str) -> subprocess.CompletedProcess[str]:
+    """`python -m ARGV` from the checkout, as a user runs it; it must succeed."""
+    proc = subprocess.run([sys.executable, "-m", *argv], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
 @pytest.mark.slow
 class HarnessTests:
     def test_every_figure_runs_in_smoke_mode(self, tmp_path: Path, redis_url: str) -> None:
         out = tmp_path / "results.json"
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench", "--smoke", "--no-docs", "--json", str(out)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        run_module("bench", "--smoke", "--no-docs", "--json", str(out))
         results = json.loads(out.read_text())
         numbers = {fig["number"]: fig for fig in results["figures"]}
         assert set(numbers) == {1, 2, 3, 4, 5, 6, 7, 8, 9}
@@ -134,14 +134,7 @@ class HarnessTests:
     def test_the_paired_comparison_runs_against_a_checkout(self, tmp_path: Path, redis_url: str) -> None:
         out = tmp_path / "ab.json"
         sizes = ["--rounds", "2", "--calls", "5", "--dashboards", "1"]
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.ab", str(ROOT), *sizes, "--json", str(out)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        proc = run_module("bench.ab", str(ROOT), *sizes, "--json", str(out))
         assert "| server CPU per submit, ms |" in proc.stdout
         assert "| server and PostgreSQL CPU per submit, ms |" in proc.stdout
         rounds = json.loads(out.read_text())["rounds"]
@@ -151,14 +144,7 @@ class HarnessTests:
     def test_the_paired_comparison_of_pushes_runs_against_a_checkout(self, tmp_path: Path, redis_url: str) -> None:
         out = tmp_path / "ab-push.json"
         sizes = ["--asks", "3", "--dashboards", "2"]
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.ab", str(ROOT), "--push", *sizes, "--json", str(out)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        proc = run_module("bench.ab", str(ROOT), "--push", *sizes, "--json", str(out))
         assert "| submit -> the last dashboard's card, ms |" in proc.stdout
         assert "median of the asks" in proc.stdout
         rounds = json.loads(out.read_text())["rounds"]
