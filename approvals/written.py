@@ -21,6 +21,9 @@ database engine from the models' own `_meta`, so they follow a migration unedite
 - `run_together`: statements that follow one another, sent in one round trip where the
   database allows (the chain's lock, the audit row, its search text and the request
   naming it).
+- `bound_cursor`: a cursor for one statement, which PostgreSQL keeps prepared once a
+  connection has run it a few times (the token's read, a submit's context, any statement
+  `run_together` sends alone): the server then skips its parse and plan.
 - `message_transaction`: a transaction that is that one message, with no BEGIN and COMMIT
   of its own on PostgreSQL (a call decided at submit, an ask's insert).
 - `table` and `column`: the quoted names a statement written by hand takes from the
@@ -166,7 +169,7 @@ class JoinedRead(Generic[M]):
         return list(self._instances(self._statement(), rows))
 
     def _read(self, statement: _Statement, sql: str, params: Sequence[Any]) -> Iterator[M]:
-        with connection.cursor() as cursor:
+        with bound_cursor() as cursor:
             cursor.execute(sql, params)
             rows = cursor.fetchall()
         return self._instances(statement, rows)
@@ -341,12 +344,13 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]
       query). Each still runs on a snapshot of its own, taken when it starts, as if sent
       alone; the first that fails stops the rest and raises, as it would have alone.
     - Other engines (SQLite, in process: no round trips to save) run them one by one.
+    - A statement alone goes on a `bound_cursor`.
     """
     results: list[list[tuple[Any, ...]]] = []
     if not statements:
         return results
-    with connection.cursor() as cursor:
-        if _one_message():
+    with connection.cursor() if len(statements) > 1 else bound_cursor() as cursor:
+        if len(statements) > 1 and _one_message():
             cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
             while True:
                 results.append(cursor.fetchall() if cursor.description is not None else [])
@@ -357,6 +361,20 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]
                 cursor.execute(sql, params)
                 results.append(cursor.fetchall() if cursor.description is not None else [])
     return results
+
+
+def bound_cursor() -> Any:
+    """A cursor for statements sent one at a time, each of whose plans PostgreSQL may keep.
+
+    - PostgreSQL (`gatehouse.postgresql`): the parameters are bound server-side, so psycopg
+      prepares a statement once the connection has run it `prepare_threshold` times
+      (settings: `DB_PREPARED`) and the server no longer parses and plans it on every
+      call. The statement must be one, and its placeholders where a value may stand.
+    - Other engines: `connection.cursor()`.
+    """
+    db = connections[DEFAULT_DB_ALIAS]
+    bound = getattr(db, "bound_cursor", None)
+    return bound() if bound is not None else db.cursor()
 
 
 @contextlib.contextmanager

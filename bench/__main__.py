@@ -73,6 +73,12 @@ def name_bottlenecks(figures: list[Figure]) -> None:
             figure.bottleneck = text or figure.bottleneck
 
 
+def rewrites_docs(args: argparse.Namespace) -> bool:
+    """The page keeps a full run's table: quick and smoke sizes are for checking, and some
+    figures (`--only`) would replace every figure's rows with theirs."""
+    return not (args.no_docs or args.quick or args.smoke or args.only)
+
+
 def report_only(args: argparse.Namespace) -> int:
     path = Path(args.json)
     data = json.loads(path.read_text())
@@ -114,8 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     report.print_table(figures)
     report.write_json(Path(args.json), figures, meta)
-    # The page keeps a full run's table: quick and smoke sizes are for checking, not reporting.
-    if not args.no_docs and not (args.quick or args.smoke):
+    if rewrites_docs(args):
         report.update_docs(Path(args.docs), figures, meta)
     print(f"\n{len(figures)} figures in {meta['seconds']} s; results in {args.json}", file=sys.stderr)
     return 0

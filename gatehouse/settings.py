@@ -157,6 +157,12 @@ DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int
 DB_LOCK_TIMEOUT = env_int("DB_LOCK_TIMEOUT", 20)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {})["options"] = f"-c lock_timeout={DB_LOCK_TIMEOUT * 1000}"
+    # The statements of fixed text on every call's path are kept prepared on each
+    # connection once it has run them this many times (gatehouse.postgresql.bound_cursor);
+    # DB_PREPARED=0 for a pooler in front of PostgreSQL that cannot keep them (PgBouncer in
+    # transaction mode before 1.21, or without max_prepared_statements).
+    DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 5 if env_bool("DB_PREPARED", True) else None
+    DATABASES["default"]["ENGINE"] = "gatehouse.postgresql"  # Django's, with those cursors
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # IMMEDIATE takes SQLite's write lock at BEGIN, so two decisions can never read the
@@ -170,7 +176,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The denials monitor's covering indexes (`include=`) are PostgreSQL's; SQLite builds
     # them without the extra columns, which is all it can do: nothing for a user to act on.
     SILENCED_SYSTEM_CHECKS = ["models.W040"]
-elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_POOL", True):
+elif DATABASES["default"]["ENGINE"] == "gatehouse.postgresql" and env_bool("DB_POOL", True):
     # Under ASGI every request and every Channels database call runs on a worker thread,
     # and with CONN_MAX_AGE=0 each one opened a new PostgreSQL connection (a backend fork
     # per request: a quarter of the server's busy time on a push, docs/PERFORMANCE.md).
@@ -179,7 +185,6 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_b
     # database_sync_to_async. Each checkout is checked first, so connections a database
     # restart or a network cut killed are replaced instead of failing the next calls:
     # gatehouse.postgresql checks without a query (psycopg-pool's own check sends one).
-    DATABASES["default"]["ENGINE"] = "gatehouse.postgresql"
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django refuses persistent connections with a pool
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = False  # psycopg-pool's check by query
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {

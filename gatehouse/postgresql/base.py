@@ -1,4 +1,5 @@
-"""Django's PostgreSQL backend; a pooled connection is checked on checkout without a query.
+"""Django's PostgreSQL backend; a pooled connection is checked on checkout without a query,
+and the statements on every call's path may be kept prepared.
 
 psycopg-pool checks a connection before handing it out when Django asks it to
 (`CONN_HEALTH_CHECKS`): it sends an empty query and waits for the answer. That is one more
@@ -14,6 +15,16 @@ way the socket becomes readable. So a connection is handed out only if psycopg s
 holds it open and idle and its socket has nothing to read; any other is closed, given
 back (the pool replaces it) and the next one is tried. A server that vanished without a
 word (a cable pulled) is missed, as the empty query would miss it until its timeout.
+
+Django's cursors bind parameters client-side: the values are quoted into the text, which
+lets several statements go as one message (`approvals.written.run_together`), but the
+server then parses and plans every statement afresh. For the reads of fixed text that
+every call makes (the bearer token's agent, a submit's context), that was most of the
+server's work: 0.26 ms of PostgreSQL's CPU for the token's read, 0.09 ms once prepared
+(docs/PERFORMANCE.md, nineteenth pass). `bound_cursor` is Django's cursor with the
+parameters bound server-side, as `server_side_binding` would make every cursor, so psycopg
+prepares a statement the connection has run `prepare_threshold` times (settings:
+`DB_PREPARED`) and the server reuses its plan.
 """
 
 from __future__ import annotations
@@ -23,6 +34,11 @@ from typing import Any
 
 import psycopg
 from django.db.backends.postgresql import base
+from django.db.backends.postgresql.psycopg_any import register_tzloader
+from django.db.backends.utils import CursorWrapper
+from psycopg.pq import Format
+
+TIMESTAMPTZ_OID = psycopg.adapters.types["timestamptz"].oid
 
 
 def sound(connection: psycopg.Connection[Any]) -> bool:
@@ -51,3 +67,17 @@ class DatabaseWrapper(base.DatabaseWrapper):
             pool.putconn(connection)
             connection = super().get_new_connection(conn_params)
         return connection
+
+    def bound_cursor(self) -> CursorWrapper:
+        """A cursor whose statements bind their parameters server-side: one statement per
+        `execute`, which psycopg prepares once the connection has run it `prepare_threshold`
+        times. Otherwise Django's own cursor: the same wrappers, errors and time zone."""
+        self.close_if_health_check_failed()
+        self.ensure_connection()
+        with self.wrap_database_errors:
+            cursor = base.ServerBindingCursor(self.connection)  # type: ignore[attr-defined]  # psycopg 3's; not in django-stubs
+            # As Django's `create_cursor`: the cursor reads dates in the connection's zone.
+            loader: Any = self.connection.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT)
+            if self.timezone != loader.timezone:
+                register_tzloader(self.timezone, cursor)
+            return self._prepare_cursor(cursor)  # type: ignore[attr-defined]  # not in django-stubs

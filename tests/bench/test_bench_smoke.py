@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import __main__ as bench_main
 from bench import ab, fig_engine, fig_push, profile, report, soak
 from bench.stats import Figure, Row, percentile, summary_ms
 
@@ -45,6 +46,19 @@ class ReportTests:
         assert "What we did." in text and "More prose." in text
         assert "| | c=1 p50 | 3 ms | 2 ms (health) | 1.5 | <= 1.5x | yes |" in text
         assert "**5. Push**: card rendering" in text
+
+    @pytest.mark.parametrize(
+        ("argv", "rewrites"),
+        [
+            ([], True),
+            (["--only", "2"], False),
+            (["--quick"], False),
+            (["--smoke"], False),
+            (["--no-docs"], False),
+        ],
+    )
+    def test_only_a_full_run_rewrites_the_page(self, argv: list[str], rewrites: bool) -> None:
+        assert bench_main.rewrites_docs(bench_main.parse_args(argv)) is rewrites
 
     def test_it_says_why_a_figure_was_not_measured(self) -> None:
         lines = report.table_lines([Figure(7, "Scale", status="not measured", why="no relay yet")])

@@ -1,0 +1,123 @@
+"""`bound_cursor` on PostgreSQL: the reads every call makes are kept prepared once a
+connection has run them a few times, and a prepared statement answers as the ORM does,
+whatever text its parameters carry."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from approvals import selectors, services
+from approvals.models import PermissionRequest, SessionDenials
+from approvals.written import bound_cursor
+
+pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
+
+THRESHOLD = 5  # settings: DB_PREPARED
+
+# Text a parameter may carry: quotes, backslashes, placeholders of both styles, SQL,
+# comments, non-ASCII, control characters; PostgreSQL's text holds anything but NUL.
+TEXT = st.lists(
+    st.one_of(
+        st.sampled_from(["'", '"', "\\", "%s", "%%", "$1", "?", ";", "--", "/*", "*/", "E'", "\n", "\t"]),
+        st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=4),
+    ),
+    max_size=10,
+).map("".join)
+
+
+def prepared() -> list[tuple[str, int]]:
+    """This connection's prepared statements: their text, and how often each ran prepared."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
+        return list(cursor.fetchall())
+
+
+def prepared_reading(marker: str) -> list[int]:
+    return [runs for statement, runs in prepared() if marker in statement]
+
+
+@pytest.fixture
+def vendor() -> Iterator[None]:
+    assert connection.vendor == "postgresql", "run with DATABASE_URL=postgres://… (marker: postgresql)"
+    assert connection.settings_dict["OPTIONS"]["prepare_threshold"] == THRESHOLD
+    yield
+
+
+@pytest.mark.usefixtures("vendor")
+class PreparedReadTests:
+    def test_the_tokens_read_is_prepared_after_the_threshold_and_answers_the_same(self, ci_bot: Any) -> None:
+        digest = services.token_hash(ci_bot.token)
+        for _ in range(THRESHOLD):
+            assert selectors.agent_by_token_hash(digest) == ci_bot.agent
+        assert prepared_reading('"token_hash" = $1') == []
+        for _ in range(2):
+            found = selectors.agent_by_token_hash(digest)
+            assert found == ci_bot.agent
+            assert found is not None and found.team.name == ci_bot.agent.team.name
+        # Run THRESHOLD times, it is prepared on the next run, which runs it prepared.
+        assert prepared_reading('"token_hash" = $1') == [2]
+        assert selectors.agent_by_token_hash(services.token_hash("gha_unknown")) is None
+
+    def test_a_submits_context_is_prepared_and_reads_what_the_orm_reads(self, ci_bot: Any) -> None:
+        agent = ci_bot.agent
+        SessionDenials.objects.create(agent=agent, session_id="s1", state={"consecutive": 2, "total": 3})
+        for n in range(THRESHOLD + 2):
+            context = selectors.submit_context(agent=agent, tool_use_id=f"toolu_{n}", session_id="s1", pending_limit=10)
+            assert context.denial_state == {"consecutive": 2, "total": 3}
+            assert not context.replayed
+        assert prepared_reading("approvals_sessiondenials WHERE agent_id = $") == [2]
+
+    def test_without_a_threshold_nothing_is_prepared(self, ci_bot: Any) -> None:
+        options = {**connection.settings_dict["OPTIONS"], "prepare_threshold": None}
+        options.pop("pool", None)
+        wrapper = type(connections[DEFAULT_DB_ALIAS])(
+            {**connection.settings_dict, "OPTIONS": options, "CONN_MAX_AGE": 0}, alias="unprepared"
+        )
+        try:
+            for _ in range(THRESHOLD * 2):
+                with wrapper.bound_cursor() as cursor:
+                    cursor.execute("SELECT name FROM approvals_agent WHERE id = %s", [ci_bot.agent.pk])
+                    assert cursor.fetchall() == [(ci_bot.agent.name,)]
+            with wrapper.cursor() as cursor:
+                cursor.execute("SELECT count(*) FROM pg_prepared_statements")
+                assert cursor.fetchone() == (0,)
+        finally:
+            wrapper.close()
+
+    # The agent is shared by the examples on purpose: each compares with what the ORM
+    # reads at that moment, and the rows earlier examples left make the later ones richer.
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(session_id=TEXT, tool_use_id=TEXT, stored=st.booleans())
+    def test_prepared_reads_answer_as_the_orm_for_any_text(
+        self, ci_bot: Any, session_id: str, tool_use_id: str, stored: bool
+    ) -> None:
+        agent = ci_bot.agent
+        if stored:
+            SessionDenials.objects.update_or_create(
+                agent=agent, session_id=session_id, defaults={"state": {"consecutive": 1, "total": 1}}
+            )
+            if not PermissionRequest.objects.filter(agent=agent, tool_use_id=tool_use_id).exists():
+                services.request_submit(
+                    agent=agent,
+                    call={"tool_name": "Read", "tool_input": {"file_path": "/x"}, "tool_use_id": tool_use_id},
+                )
+        for _ in range(THRESHOLD + 1):  # the last runs prepared
+            context = selectors.submit_context(
+                agent=agent, tool_use_id=tool_use_id, session_id=session_id, pending_limit=10
+            )
+        denials = SessionDenials.objects.filter(agent=agent, session_id=session_id).first()
+        assert context.denial_state == (denials.state if denials is not None and session_id else None)
+        assert context.replayed == PermissionRequest.objects.filter(agent=agent, tool_use_id=tool_use_id).exists()
+        assert context.pending == min(PermissionRequest.objects.filter(agent=agent, state="pending").count(), 10)
+        # The text as a parameter of a prepared statement comes back unchanged.
+        for _ in range(THRESHOLD + 1):
+            with bound_cursor() as cursor:
+                cursor.execute("SELECT %s::text, length(%s::text)", [session_id, session_id])
+                assert cursor.fetchone() == (session_id, len(session_id))
+        assert prepared_reading("SELECT $1::text, length($2::text)")
