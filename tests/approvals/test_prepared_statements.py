@@ -25,7 +25,7 @@ THRESHOLD = 5  # settings: DB_PREPARED
 TEXT = st.lists(
     st.one_of(
         st.sampled_from(["'", '"', "\\", "%s", "%%", "$1", "?", ";", "--", "/*", "*/", "E'", "\n", "\t"]),
-        st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=4),
+        st.text(st.characters(codec="utf-8", exclude_characters="\x00", exclude_categories=["Cs"]), max_size=4),
     ),
     max_size=10,
 ).map("".join)
@@ -76,7 +76,7 @@ class PreparedReadTests:
     def test_without_a_threshold_nothing_is_prepared(self, ci_bot: Any) -> None:
         options = {**connection.settings_dict["OPTIONS"], "prepare_threshold": None}
         options.pop("pool", None)
-        wrapper = type(connections[DEFAULT_DB_ALIAS])(
+        wrapper: Any = type(connections[DEFAULT_DB_ALIAS])(
             {**connection.settings_dict, "OPTIONS": options, "CONN_MAX_AGE": 0}, alias="unprepared"
         )
         try:
