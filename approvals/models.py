@@ -57,7 +57,9 @@ class Team(models.Model):
 class Membership(models.Model):
     """A person's role in one team; it decides what they see and may decide."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(  # indexed by the unique (user, team) (migration 0029)
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships", db_index=False
+    )
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
     # The team's named groups this person is in ("leads", "on_call"): who a quorum rule's
@@ -105,7 +107,8 @@ class TeamSettings(models.Model):
 
 class Agent(models.Model):
     name = models.CharField(max_length=100)
-    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="agents")
+    # Indexed by the unique (team, name) (migration 0029).
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="agents", db_index=False)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="agents"
     )
@@ -160,7 +163,10 @@ class PermissionRequest(models.Model):
     """One proposed tool call."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="requests")
+    # No index of its own: `request_unique_agent_tool_use_id` leads with the agent. With a
+    # second one, a plan made before the table's statistics (a prepared read's, kept) took
+    # it for the replay check and read every request of the agent (migration 0029).
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="requests", db_index=False)
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="requests")
     tool_use_id = models.CharField(max_length=200)
     tool_name = models.CharField(max_length=200)
@@ -502,7 +508,8 @@ class RulesVersion(models.Model):
 class SessionDenials(models.Model):
     """The engine's denial-tracking state for one agent session."""
 
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="denial_states")
+    # No index of its own: `denials_unique_agent_session` leads with the agent (as requests').
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="denial_states", db_index=False)
     session_id = models.CharField(max_length=200)
     state = models.JSONField(default=dict)
     updated_at = models.DateTimeField(auto_now=True)
@@ -578,7 +585,9 @@ class AuditCut(models.Model):
 class SavedAuditFilter(models.Model):
     """A person's named audit query ("denials on prod this week"), one click from the audit page."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="saved_audit_filters")
+    user = models.ForeignKey(  # indexed by the unique (user, name) (migration 0029)
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="saved_audit_filters", db_index=False
+    )
     name = models.CharField(max_length=80)
     # The query string, as the audit filter form wrote it back (validated when saved).
     query = models.CharField(max_length=2000)

@@ -22,7 +22,8 @@ class ChatRoute(models.Model):
         TELEGRAM = "telegram", "Telegram"
         SLACK = "slack", "Slack"
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="chat_routes")
+    # Indexed by the unique (team, surface) (migration 0005).
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="chat_routes", db_index=False)
     surface = models.CharField(max_length=16, choices=Surface.choices)
     channel = models.CharField(max_length=200, help_text="Telegram chat id (e.g. -100123) or Slack channel id (C…)")
     approvers = models.JSONField(default=list, blank=True, help_text="Chat user ids who may decide this team's asks")
@@ -101,7 +102,9 @@ class Webhook(models.Model):
 class PushSubscription(models.Model):
     """A browser's Web Push subscription for one person (the PushSubscription JSON it sent)."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="push_subscriptions")
+    user = models.ForeignKey(  # indexed by the unique (user, endpoint) (migration 0005)
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="push_subscriptions", db_index=False
+    )
     endpoint = models.URLField(max_length=2000)
     p256dh = models.CharField(max_length=200)
     auth = models.CharField(max_length=100)

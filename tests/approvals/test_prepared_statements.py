@@ -38,6 +38,18 @@ def prepared() -> list[tuple[str, int]]:
         return list(cursor.fetchall())
 
 
+def prepared_names() -> list[tuple[str, str]]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name, statement FROM pg_prepared_statements")
+        return list(cursor.fetchall())
+
+
+def plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from plan_nodes(child)
+
+
 def prepared_reading(marker: str) -> list[int]:
     return [runs for statement, runs in prepared() if marker in statement]
 
@@ -72,6 +84,41 @@ class PreparedReadTests:
             assert context.denial_state == {"consecutive": 2, "total": 3}
             assert not context.replayed
         assert prepared_reading("approvals_sessiondenials WHERE agent_id = $") == [2]
+
+    def test_the_prepared_context_reads_only_the_rows_it_answers_with(self, ci_bot: Any) -> None:
+        """A generic plan is made from the statistics of the moment, and kept: made on tables
+        the planner knew nothing of (never analyzed), the replay check took the agent's own
+        index and read every request of the agent (migration 0029)."""
+        agent = ci_bot.agent
+        for n in range(150):
+            services.request_submit(
+                agent=agent,
+                call={"tool_name": "Read", "tool_input": {"file_path": f"/srv/app/{n}"}, "tool_use_id": f"toolu_{n}"},
+            )
+        params = [
+            agent.pk,
+            "toolu_new",
+            agent.pk,
+            "s1",
+            agent.team_id,
+            agent.pk,
+            agent.team_id,
+            agent.pk,
+            10,
+            agent.team_id,
+        ]
+        for _ in range(THRESHOLD + 2):
+            selectors.submit_context(agent=agent, tool_use_id="toolu_new", session_id="s1", pending_limit=10)
+        # The submits above prepared the read without a session; this one has one.
+        [name] = [name for name, statement in prepared_names() if "approvals_sessiondenials WHERE" in statement]
+        with connection.cursor() as cursor:
+            cursor.execute("SET plan_cache_mode = force_generic_plan")
+            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({', '.join(['%s'] * len(params))})", params)
+            [[plan]] = cursor.fetchall()
+            cursor.execute("RESET plan_cache_mode")
+        nodes = list(plan_nodes(plan[0]["Plan"]))
+        assert [node for node in nodes if node.get("Rows Removed by Filter")] == []
+        assert not [node for node in nodes if node["Node Type"] == "Seq Scan"]
 
     def test_without_a_threshold_nothing_is_prepared(self, ci_bot: Any) -> None:
         options = {**connection.settings_dict["OPTIONS"], "prepare_threshold": None}
