@@ -34,7 +34,7 @@ def test_no_model_indexes_a_key_its_unique_constraint_leads_with() -> None:
         for model in _models()
         for field in model._meta.local_concrete_fields
         if isinstance(field, models.ForeignKey)
-        and field.db_index
+        and field.db_index  # type: ignore[attr-defined]  # not in django-stubs
         and not field.unique
         and field.name in _unique_leaders(model._meta)
     ]
