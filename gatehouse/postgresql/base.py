@@ -69,9 +69,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
         return connection
 
     def bound_cursor(self) -> CursorWrapper:
-        """A cursor whose statements bind their parameters server-side: one statement per
+        """Django's cursor, but binding its parameters server-side: one statement per
         `execute`, which psycopg prepares once the connection has run it `prepare_threshold`
-        times. Otherwise Django's own cursor: the same wrappers, errors and time zone."""
+        times. The same execute wrappers, error translation and time zone as `cursor()`."""
         self.close_if_health_check_failed()
         self.ensure_connection()
         with self.wrap_database_errors:
