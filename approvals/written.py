@@ -344,13 +344,15 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]
       query). Each still runs on a snapshot of its own, taken when it starts, as if sent
       alone; the first that fails stops the rest and raises, as it would have alone.
     - Other engines (SQLite, in process: no round trips to save) run them one by one.
-    - A statement alone goes on a `bound_cursor`.
+    - Statements sent one at a time (a statement alone, or any on another engine) go on a
+      `bound_cursor`.
     """
     results: list[list[tuple[Any, ...]]] = []
     if not statements:
         return results
-    with connection.cursor() if len(statements) > 1 else bound_cursor() as cursor:
-        if len(statements) > 1 and _one_message():
+    together = len(statements) > 1 and _one_message()
+    with connection.cursor() if together else bound_cursor() as cursor:
+        if together:
             cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
             while True:
                 results.append(cursor.fetchall() if cursor.description is not None else [])
