@@ -22,6 +22,7 @@ import functools
 import json
 import logging
 import os
+from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import SyncToAsync, async_to_sync
@@ -126,6 +127,23 @@ def _server_loop() -> asyncio.AbstractEventLoop | None:
     return loop
 
 
+# The doorbells of calls decided at submit only feed the dashboards' "recent" lists, which
+# each process hands to its sockets gathered per tick (`relay.fanout`, at most twice a
+# second). So the other processes hear them gathered too: one message per bus group this
+# long after the first, not two publishes per call and each process's copy of each. A call
+# decided at submit reaches another process's dashboards up to this much later.
+GATHERED_PUBLISH_SECONDS = 0.1
+
+
+@dataclass(eq=False)
+class _Gathered:
+    """The doorbells of calls decided at submit rung since the last gathered publish."""
+
+    events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # per bus group, in the order rung
+    keys: list[str] = field(default_factory=list)  # their requests
+    task: asyncio.Task[None] | None = None
+
+
 class Doorbells:
     """A server process's doorbells, sent on its event loop; one request's in the order rung.
 
@@ -133,11 +151,16 @@ class Doorbells:
     the one before: its dashboards must not hear `request.decided` before
     `request.created` (a classifier can answer within the created doorbell's round trips).
     This process's own sockets hear each doorbell as it is rung, so in that order too.
+
+    The doorbells of calls decided at submit (`at_submit`, all on the bus) are published
+    gathered, `GATHERED_PUBLISH_SECONDS` after the first of them; a later doorbell of one
+    of those requests waits for that publish.
     """
 
     def __init__(self) -> None:
         self._last: dict[str, asyncio.Task[None]] = {}  # per request id, its newest doorbell in flight
         self._sending: set[asyncio.Task[None]] = set()  # held until done: the loop keeps weak references
+        self._gathered: _Gathered | None = None
 
     def ring(self, layer: BaseChannelLayer, groups: list[str], event: dict[str, Any]) -> None:
         """Call on the event loop.
@@ -154,12 +177,29 @@ class Doorbells:
                 except Exception:  # the other groups and processes are rung all the same
                     log.exception("event %s to %s was not delivered in this process", event.get("type"), group)
         key = event.get("request_id")
+        if event.get("at_submit") is True and all(teambus.on_bus(group) for group in groups):
+            self._gather(groups, event, key)
+            return
         before = self._last.get(key) if isinstance(key, str) else None
         task = asyncio.get_running_loop().create_task(self._send(before, layer, groups, event))
         self._sending.add(task)
-        task.add_done_callback(functools.partial(self._sent, key))
+        task.add_done_callback(functools.partial(self._sent, [key]))
         if isinstance(key, str):
             self._last[key] = task
+
+    def _gather(self, groups: list[str], event: dict[str, Any], key: Any) -> None:
+        gathered = self._gathered
+        loop = asyncio.get_running_loop()
+        if gathered is None or gathered.task is None or gathered.task.done() or gathered.task.get_loop() is not loop:
+            gathered = self._gathered = _Gathered()
+            gathered.task = loop.create_task(self._publish_gathered(gathered))
+            self._sending.add(gathered.task)
+            gathered.task.add_done_callback(functools.partial(self._sent, gathered.keys))
+        for group in groups:
+            gathered.events.setdefault(group, []).append(event)
+        if isinstance(key, str):
+            gathered.keys.append(key)
+            self._last[key] = gathered.task
 
     def in_flight(self) -> int:
         """Doorbells rung and not yet sent (or failed)."""
@@ -181,10 +221,21 @@ class Doorbells:
         except Exception:
             log.exception("event %s to %s was not delivered", event.get("type"), groups)
 
-    def _sent(self, key: Any, task: asyncio.Task[None]) -> None:
+    async def _publish_gathered(self, gathered: _Gathered) -> None:
+        await asyncio.sleep(GATHERED_PUBLISH_SECONDS)
+        if self._gathered is gathered:  # what is rung from now on goes in the next
+            self._gathered = None
+        try:
+            await teambus.publish_gathered(gathered.events)
+        except Exception:
+            named = ", ".join(gathered.events)
+            log.exception("%d gathered event(s) to %s were not delivered", len(gathered.keys), named)
+
+    def _sent(self, keys: list[Any], task: asyncio.Task[None]) -> None:
         self._sending.discard(task)
-        if isinstance(key, str) and self._last.get(key) is task:
-            del self._last[key]
+        for key in keys:
+            if isinstance(key, str) and self._last.get(key) is task:
+                del self._last[key]
 
 
 DOORBELLS = Doorbells()

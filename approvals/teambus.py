@@ -14,6 +14,11 @@ is handed to the process's own subscriptions (`_LOCAL`) as it is rung, and publi
 marked with the process's `ORIGIN`, so the copy Redis sends back is dropped. Without
 Redis there is one server process, and that hand-over is the whole bus.
 
+A message is one doorbell (`wire`: the origin and the event) or, for the calls decided
+at submit, the doorbells one process rang for a group within a tick (`wire_gathered`: the
+origin and the events, in the order rung; `approvals.events.Doorbells`), which a
+subscription hands over one by one.
+
 Delivery is at most once, as on the channel layer: a subscription whose connection
 breaks (Redis restarted, the network cut) reports it once (`lost`) and is dropped; the
 fan-out then closes its sockets, and their pages reconnect, subscribe and refetch.
@@ -71,6 +76,34 @@ def wire(event: dict[str, Any], origin: str = ORIGIN) -> str:
     return json.dumps({"origin": origin, "event": event})
 
 
+def wire_gathered(events: Sequence[dict[str, Any]], origin: str = ORIGIN) -> str:
+    """Several doorbells of one group as one message (`publish_gathered`): the events in the order rung."""
+    return json.dumps({"origin": origin, "events": list(events)})
+
+
+def heard(data: bytes | str) -> tuple[str, list[dict[str, Any]]]:
+    """The origin and events of a published message, one doorbell or gathered ones.
+
+    - Raises ValueError (not JSON), TypeError or KeyError when it is not an origin with
+      either an event or a non-empty list of them, each an object whose type is text:
+      every handler goes by the type (a set lookup, a method's name), and a list there
+      raised in the hand-over and cost the subscription and its sockets.
+    """
+    doorbell = json.loads(data)
+    if not isinstance(doorbell, dict) or ("event" in doorbell) == ("events" in doorbell):
+        raise TypeError("not an origin with an event or with events")
+    origin = doorbell["origin"]
+    events = doorbell["events"] if "events" in doorbell else [doorbell["event"]]
+    if not isinstance(events, list) or not events:
+        raise TypeError("the events are not a list of them")
+    for event in events:
+        if not isinstance(event, dict):
+            raise TypeError("an event is not an object")
+        if not isinstance(event.get("type"), str):
+            raise TypeError("an event's type is not text")
+    return origin, events
+
+
 async def publish(group: str, event: dict[str, Any]) -> None:
     """Ring a bus group on every server process, from the server's event loop."""
     hear_here(group, event)
@@ -90,12 +123,28 @@ async def publish_elsewhere(groups: Sequence[str], event: dict[str, Any]) -> Non
     """
     if not settings.REDIS_URL or not groups:
         return
+    message = wire(event)
+    await _publisher().publish([(channel(group), message) for group in groups])
+
+
+async def publish_gathered(events_by_group: dict[str, list[dict[str, Any]]]) -> None:
+    """Publish doorbells gathered per bus group to the other server processes: one message per group.
+
+    - Their subscriptions hand the events over one by one, in the order listed: the same
+      as had each been published alone (`publish_elsewhere`). Raises when Redis did not
+      take them.
+    """
+    if not settings.REDIS_URL or not events_by_group:
+        return
+    await _publisher().publish([(channel(group), wire_gathered(events)) for group, events in events_by_group.items()])
+
+
+def _publisher() -> Publisher:
     loop = asyncio.get_running_loop()
     publisher = _publishers.get(loop)
     if publisher is None:
         publisher = _publishers[loop] = Publisher(settings.REDIS_URL)
-    message = wire(event)
-    await publisher.publish([(channel(group), message) for group in groups])
+    return publisher
 
 
 # The name the publishers' connections carry in Redis (`CLIENT LIST`).
@@ -277,19 +326,14 @@ class RedisSubscription:
                 confirmed.set_result(None)
         elif message["type"] == "message" and channel in self._groups:
             try:
-                doorbell = json.loads(message["data"])
-                origin, event = doorbell["origin"], doorbell["event"]
-                if not isinstance(event, dict):
-                    raise TypeError("the event is not an object")
-                if not isinstance(event.get("type"), str):
-                    # Every handler goes by it (a set lookup, a method's name): a list there
-                    # raised in the hand-over and cost the subscription and its sockets.
-                    raise TypeError("the event's type is not text")
+                origin, events = heard(message["data"])
             except (ValueError, TypeError, KeyError):
                 log.warning("ignored a doorbell on %s that is not a JSON origin and event", channel)
                 return
             if origin != ORIGIN:  # this process heard its own as they were rung
-                self._deliver(self._groups[channel], event)
+                group = self._groups[channel]
+                for event in events:
+                    self._deliver(group, event)
 
 
 class LocalSubscription:

@@ -8,7 +8,9 @@ import re
 import uuid
 from typing import Any
 
+import httpx
 import pytest
+import redis.asyncio
 from channels.db import database_sync_to_async
 from django.db import connection, transaction
 from django.test import override_settings
@@ -20,6 +22,8 @@ from approvals import events, selectors, services, teambus
 from relay import fanout
 from relay.consumers.dashboard import MAX_FRAME_BYTES, batch_frame, batch_parts
 from relay.frames import check_frame
+from tests.live import live_server
+from tests.relay.redis_server import private_redis
 from tests.relay.wsclient import (
     ask_call,
     dashboard_connect,
@@ -417,6 +421,60 @@ class GatheredLiveTests:
             assert all(f'id="req-{item["id"]}"' in item["html"] and "git log" in item["html"] for item in items)
         # Mallory approves another team: none of it reaches her.
         assert outsider_next["type"] == "error" and outsider_next["code"] == "unknown_type"
+
+    def test_calls_decided_at_submit_on_one_process_reach_another_process_gathered(
+        self, alice: Any, ci_bot: Any
+    ) -> None:
+        """Submitted over HTTP to one server, shown by a dashboard of the other: the first
+        published them gathered, a message per tick and not one per call."""
+        team = ci_bot.agent.team
+        services.rule_create(rule="Bash(git log:*)", behavior="allow", source="projectSettings", team=team)
+        auth = {"Authorization": f"Bearer {ci_bot.token}"}
+        count = selectors.RECENT_FINISHED + 7
+        cookie = session_cookie(alice)
+
+        def submit_all(url: str) -> list[str]:
+            with httpx.Client(base_url=url, headers=auth, timeout=WAIT) as client:
+                answers = [client.post("/api/v1/permission-requests", json=decided_call(n)) for n in range(count)]
+            assert all(a.status_code == 200 and a.json()["decision"]["behavior"] == "allow" for a in answers)
+            return [a.json()["id"] for a in answers]
+
+        async def scenario(one: Any, other: Any, url: str) -> tuple[list[str], list[dict[str, Any]], list[Any]]:
+            raw = redis.asyncio.Redis.from_url(url).pubsub()
+            await raw.subscribe(teambus.channel(events.team_group(team.pk)))
+            async with dashboard_connect(other, cookie) as dashboard:
+                await send(dashboard, {"type": "subscribe"})
+                await receive_until(dashboard, of_type("snapshot"))
+                decided = await in_thread(submit_all, one.url)
+                items: list[dict[str, Any]] = []
+                async with asyncio.timeout(WAIT):
+                    while not items or items[-1]["id"] != decided[-1]:
+                        frame = json.loads(await dashboard.recv())
+                        check_frame(frame)
+                        if frame["type"] == "batch":
+                            items.extend(frame["frames"])
+            published: list[Any] = []
+            async with asyncio.timeout(WAIT):
+                while sum(len(message.get("events", [])) for message in published) < count:
+                    message = await raw.get_message(ignore_subscribe_messages=True, timeout=WAIT)
+                    if message is not None:
+                        published.append(json.loads(message["data"]))
+            await raw.aclose()  # type: ignore[attr-defined]  # redis 5+ has it; the stubs predate it
+            return decided, items, published
+
+        with (
+            private_redis() as redis_server,
+            live_server(REDIS_URL=redis_server.url) as one,
+            live_server(REDIS_URL=redis_server.url) as other,
+        ):
+            decided, items, published = asyncio.run(scenario(one, other, redis_server.url))
+        # The other process's dashboard: the newest the page keeps, in the order decided.
+        assert [item["id"] for item in items][-selectors.RECENT_FINISHED :] == decided[-selectors.RECENT_FINISHED :]
+        assert all(f'id="req-{item["id"]}"' in item["html"] for item in items)
+        # Published gathered: every call once, in order, in fewer messages than calls.
+        assert all(set(message) == {"origin", "events"} for message in published), published
+        assert [event["request_id"] for message in published for event in message["events"]] == decided
+        assert len(published) < count
 
 
 @pytest.mark.django_db(transaction=True)

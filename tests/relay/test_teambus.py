@@ -12,6 +12,8 @@ import pytest
 import redis
 import redis.asyncio
 from django.test import override_settings
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from approvals import events, teambus
 from approvals.models import PermissionRequest
@@ -232,6 +234,12 @@ class OwnDoorbellTests:
             b'{"origin": "x", "event": {"type": {"request": "created"}}}',
             b'{"origin": "x", "event": {"type": 7}}',
             b'{"origin": "x", "event": {"type": null, "at_submit": true}}',
+            b'{"origin": "x", "events": []}',
+            b'{"origin": "x", "events": {"type": "request.decided"}}',
+            b'{"origin": "x", "events": [{"type": "request.decided"}, {"type": 7}]}',
+            b'{"origin": "x", "events": [{"type": "request.decided"}, "request.decided"]}',
+            b'{"origin": "x", "event": {"type": "request.decided"}, "events": [{"type": "request.decided"}]}',
+            b'"origin events"',
         ],
         ids=[
             "not-json",
@@ -245,6 +253,12 @@ class OwnDoorbellTests:
             "type-an-object",
             "type-a-number",
             "type-null-gathered",
+            "events-empty",
+            "events-not-a-list",
+            "events-one-type-a-number",
+            "events-one-not-object",
+            "event-and-events",
+            "text",
         ],
     )
     def test_a_malformed_doorbell_is_dropped_and_the_next_one_heard(self, redis_url: Any, data: bytes) -> None:
@@ -283,6 +297,172 @@ class OwnDoorbellTests:
             return got
 
         assert asyncio.run(scenario()) == [{"type": "test.marker"}]
+
+
+class GatheredDoorbellTests:
+    """Calls decided at submit: heard here as rung, published gathered, heard elsewhere one by one."""
+
+    def test_a_gathered_message_is_heard_event_by_event_in_the_order_listed(self, redis_url: Any) -> None:
+        listed = [{"type": "request.decided", "request_id": str(n), "at_submit": True} for n in range(5)]
+
+        async def scenario() -> list[tuple[str, dict[str, Any]]]:
+            heard = Heard()
+            subscription = heard.subscribe()
+            await subscription.add("team.1")
+            client = redis.asyncio.Redis.from_url(redis_url.url)
+            await client.publish(teambus.channel("team.1"), teambus.wire_gathered(listed, origin="another-process"))
+            await client.publish(teambus.channel("team.1"), teambus.wire_gathered(listed))  # our own: heard already
+            await client.aclose()  # type: ignore[attr-defined]  # redis 5+ has it; the stubs predate it
+            await ring_from_another_process(redis_url.url, "team.1", {"type": "test.marker"})
+            got = [await heard.next() for _ in range(len(listed) + 1)]
+            await subscription.close()
+            assert heard.events.empty()
+            return got
+
+        assert asyncio.run(scenario()) == [
+            *(("team.1", event) for event in listed),
+            ("team.1", {"type": "test.marker"}),
+        ]
+
+    def test_calls_decided_at_submit_are_heard_here_at_once_and_published_one_message_per_group(
+        self, redis_url: Any
+    ) -> None:
+        rung = [
+            (["team.1", "team.all"] if n % 2 else ["team.2", "team.all"], decided_at_submit(str(n))) for n in range(6)
+        ]
+
+        async def scenario() -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, Any]]]:
+            heard = Heard()
+            subscription = heard.subscribe()
+            for group in ("team.1", "team.2", "team.all"):
+                await subscription.add(group)
+            elsewhere = redis.asyncio.Redis.from_url(redis_url.url).pubsub()
+            await elsewhere.subscribe(*(teambus.channel(g) for g in ("team.1", "team.2", "team.all")))
+            doorbells = events.Doorbells()
+            for groups, event in rung:
+                doorbells.ring(RecordingLayer(), groups, event)
+            at_once = [heard.events.get_nowait() for _ in range(heard.events.qsize())]  # nothing awaited yet
+            await asyncio.wait_for(doorbells.idle(), WAIT)
+            await ring_from_another_process(redis_url.url, "team.all", {"type": "test.marker"})
+            published = await raw_messages_until_marker(elsewhere)
+            await elsewhere.aclose()  # type: ignore[attr-defined]
+            await subscription.close()
+            return at_once, published
+
+        at_once, published = asyncio.run(scenario())
+        assert at_once == [(group, event) for groups, event in rung for group in groups]
+        assert published == [
+            (teambus.channel("team.2"), {"origin": teambus.ORIGIN, "events": [e for g, e in rung if "team.2" in g]}),
+            (teambus.channel("team.all"), {"origin": teambus.ORIGIN, "events": [e for _, e in rung]}),
+            (teambus.channel("team.1"), {"origin": teambus.ORIGIN, "events": [e for g, e in rung if "team.1" in g]}),
+        ]
+
+    def test_a_later_doorbell_of_a_gathered_request_waits_for_the_gathered_publish(self, redis_url: Any) -> None:
+        """A call decided at submit has no later doorbell today; should one come, it must not overtake."""
+
+        async def scenario() -> list[tuple[str, Any]]:
+            elsewhere = redis.asyncio.Redis.from_url(redis_url.url).pubsub()
+            await elsewhere.subscribe(teambus.channel("team.1"))
+            doorbells = events.Doorbells()
+            doorbells.ring(RecordingLayer(), ["team.1"], decided_at_submit("a"))
+            doorbells.ring(RecordingLayer(), ["team.1"], {"type": "request.updated", "request_id": "a"})
+            doorbells.ring(RecordingLayer(), ["team.1"], {"type": "request.created", "request_id": "b"})
+            await asyncio.wait_for(doorbells.idle(), WAIT)
+            await ring_from_another_process(redis_url.url, "team.1", {"type": "test.marker"})
+            published = await raw_messages_until_marker(elsewhere)
+            await elsewhere.aclose()  # type: ignore[attr-defined]
+            return published
+
+        published = [message for _, message in asyncio.run(scenario())]
+        assert published == [
+            {"origin": teambus.ORIGIN, "event": {"type": "request.created", "request_id": "b"}},  # not held
+            {"origin": teambus.ORIGIN, "events": [decided_at_submit("a")]},
+            {"origin": teambus.ORIGIN, "event": {"type": "request.updated", "request_id": "a"}},
+        ]
+
+    def test_gathered_doorbells_redis_does_not_take_are_logged_and_the_next_are_published(
+        self, redis_url: Any, caplog: Any
+    ) -> None:
+        async def scenario() -> list[tuple[str, Any]]:
+            doorbells = events.Doorbells()
+            await asyncio.to_thread(redis_url.stop)
+            doorbells.ring(RecordingLayer(), ["team.1"], decided_at_submit("lost"))
+            await asyncio.wait_for(doorbells.idle(), WAIT)
+            await asyncio.to_thread(redis_url.start)
+            elsewhere = redis.asyncio.Redis.from_url(redis_url.url).pubsub()
+            await elsewhere.subscribe(teambus.channel("team.1"))
+            doorbells.ring(RecordingLayer(), ["team.1"], decided_at_submit("after"))
+            await asyncio.wait_for(doorbells.idle(), WAIT)
+            await ring_from_another_process(redis_url.url, "team.1", {"type": "test.marker"})
+            published = await raw_messages_until_marker(elsewhere)
+            await elsewhere.aclose()  # type: ignore[attr-defined]
+            return published
+
+        published = asyncio.run(scenario())
+        assert [message for _, message in published] == [
+            {"origin": teambus.ORIGIN, "events": [decided_at_submit("after")]}
+        ]
+        assert "1 gathered event(s) to team.1 were not delivered" in caplog.text
+
+
+def decided_at_submit(request_id: str) -> dict[str, Any]:
+    return {"type": "request.decided", "request_id": request_id, "state": "allowed", "at_submit": True}
+
+
+async def raw_messages_until_marker(pubsub: Any) -> list[tuple[str, Any]]:
+    """The messages on a raw subscription (channel, the JSON published) before a `test.marker` event, within WAIT."""
+    got: list[tuple[str, Any]] = []
+    async with asyncio.timeout(WAIT):
+        while True:
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=WAIT)
+            if message is None:
+                continue
+            published = json.loads(message["data"])
+            if published.get("event", {}).get("type") == "test.marker":
+                return got
+            got.append((message["channel"].decode(), published))
+
+
+# Any JSON, and objects shaped nearly as a doorbell.
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+EVENT_LIKE = st.one_of(
+    JSON,
+    st.fixed_dictionaries({"type": JSON}, optional={"request_id": JSON, "at_submit": JSON}),
+    st.fixed_dictionaries({"type": st.sampled_from(["request.decided", "request.created", ""])}),
+)
+DOORBELL_LIKE = st.fixed_dictionaries(
+    {}, optional={"origin": JSON, "event": EVENT_LIKE, "events": st.one_of(JSON, st.lists(EVENT_LIKE, max_size=4))}
+)
+
+
+def as_doorbell(value: Any) -> list[dict[str, Any]] | None:
+    """What a message means, said plainly: an object with an origin and either one event or a
+    non-empty list of them, each an object whose type is text; None for anything else."""
+    if not isinstance(value, dict) or "origin" not in value or ("event" in value) == ("events" in value):
+        return None
+    listed = value["events"] if "events" in value else [value["event"]]
+    if not isinstance(listed, list) or not listed:
+        return None
+    if not all(isinstance(event, dict) and isinstance(event.get("type"), str) for event in listed):
+        return None
+    return listed
+
+
+class HeardCorpusTests:
+    @given(value=st.one_of(JSON, DOORBELL_LIKE))
+    @settings(max_examples=400, deadline=None)
+    def test_a_message_is_heard_only_as_an_origin_and_events_each_typed_by_text(self, value: Any) -> None:
+        meant = as_doorbell(value)
+        try:
+            origin, listed = teambus.heard(json.dumps(value))
+        except (ValueError, TypeError, KeyError):
+            assert meant is None, value
+        else:
+            assert meant is not None and (origin, listed) == (value["origin"], meant), value
 
 
 async def next_published(pubsub: Any) -> tuple[str, Any]:
