@@ -167,7 +167,9 @@ class PermissionRequest(models.Model):
     # second one, a plan made before the table's statistics (a prepared read's, kept) took
     # it for the replay check and read every request of the agent (migration 0029).
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="requests", db_index=False)
-    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="requests")
+    # No index of its own either: `request_team_state_created` leads with the team, and
+    # every request stored kept both up (migration 0030).
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="requests", db_index=False)
     tool_use_id = models.CharField(max_length=200)
     tool_name = models.CharField(max_length=200)
     tool_input = models.JSONField(default=dict)
@@ -299,9 +301,11 @@ class Decision(models.Model):
     # allow of it made the autopilot save a trial rule.
     request = models.ForeignKey(PermissionRequest, on_delete=models.PROTECT, related_name="audit_rows")
     kind = models.CharField(max_length=16, choices=AuditKind.choices, default=AuditKind.DECISION)
-    # Denormalised so the audit list and the denials monitor filter without joins.
-    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="decisions")
-    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="decisions")
+    # Denormalised so the audit list and the denials monitor filter without joins. No
+    # index of their own: `decision_agent_tool_created` and `decision_team_created` lead
+    # with them, and every audit row appended kept both up (migration 0030).
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="decisions", db_index=False)
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="decisions", db_index=False)
     tool_name = models.CharField(max_length=200)
     session_id = models.CharField(max_length=200, blank=True, default="")
     behavior = models.CharField(max_length=8)
@@ -442,7 +446,8 @@ class Rule(models.Model):
     rule = models.CharField(max_length=4096)
     behavior = models.CharField(max_length=8, choices=RuleBehavior.choices)
     source = models.CharField(max_length=32, choices=RuleSource.choices)
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="rules")
+    # No index of its own: `rule_team_scope` leads with the team (migration 0030).
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="rules", db_index=False)
     scope = models.CharField(max_length=16, choices=RuleScope.choices, default=RuleScope.GLOBAL)
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="rules")
     project_path = models.CharField(max_length=4096, blank=True, default="")

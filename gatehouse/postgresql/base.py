@@ -1,5 +1,6 @@
 """Django's PostgreSQL backend; a pooled connection is checked on checkout without a query,
-and the statements on every call's path may be kept prepared.
+the statements on every call's path may be kept prepared, and no index is made that no
+query needs (`DatabaseSchemaEditor`).
 
 psycopg-pool checks a connection before handing it out when Django asks it to
 (`CONN_HEALTH_CHECKS`): it sends an empty query and waits for the answer. That is one more
@@ -33,7 +34,7 @@ import select
 from typing import Any
 
 import psycopg
-from django.db.backends.postgresql import base
+from django.db.backends.postgresql import base, schema
 from django.db.backends.postgresql.psycopg_any import register_tzloader
 from django.db.backends.utils import CursorWrapper
 from psycopg.pq import Format
@@ -52,7 +53,22 @@ def sound(connection: psycopg.Connection[Any]) -> bool:
     return not poller.poll(0)
 
 
+class DatabaseSchemaEditor(schema.DatabaseSchemaEditor):
+    """Django's, without the pattern-matching index it adds beside every unique or indexed
+    text column (`varchar_pattern_ops`, for `LIKE 'prefix%'` outside the C locale).
+
+    No query here matches a prefix of such a column, and every insert kept the copy up: an
+    audit row's hash and its chain link had one each (migration approvals 0030). A column
+    a prefix query needs declares its own (`Index(fields=[...], opclasses=[...])`).
+    """
+
+    def _create_like_index_sql(self, model: Any, field: Any) -> None:
+        return None
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
+    SchemaEditorClass = DatabaseSchemaEditor
+
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
         connection = super().get_new_connection(conn_params)
         pool = self.pool  # type: ignore[attr-defined]  # Django 5.1+; django-stubs lacks it
