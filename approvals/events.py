@@ -141,7 +141,7 @@ class _Gathered:
 
     events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # per bus group, in the order rung
     keys: list[str] = field(default_factory=list)  # their requests
-    task: asyncio.Task[None] | None = None
+    task: asyncio.Task[None] = field(init=False)  # the publish, set as the batch starts
 
 
 class Doorbells:
@@ -190,7 +190,7 @@ class Doorbells:
     def _gather(self, groups: list[str], event: dict[str, Any], key: Any) -> None:
         gathered = self._gathered
         loop = asyncio.get_running_loop()
-        if gathered is None or gathered.task is None or gathered.task.done() or gathered.task.get_loop() is not loop:
+        if gathered is None or gathered.task.done() or gathered.task.get_loop() is not loop:
             gathered = self._gathered = _Gathered()
             gathered.task = loop.create_task(self._publish_gathered(gathered))
             self._sending.add(gathered.task)
