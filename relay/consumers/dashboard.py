@@ -135,9 +135,13 @@ def snapshot_parts(requests: list[dict[str, str]], limit: int = MAX_FRAME_BYTES)
     return parts_under(requests, lambda item: len(json.dumps(item).encode()) + 1, limit)
 
 
+# What `batch_frame` adds around its frames, less the one ", " of the frames' weights too many.
+_BATCH_ENVELOPE = len(batch_frame([])) - 2
+
+
 def batch_parts(frames: list[str], limit: int = MAX_FRAME_BYTES) -> list[list[str]]:
     """Encoded frames cut into batches whose JSON stays under `limit` bytes (none for none)."""
-    return parts_under(frames, lambda frame: len(frame.encode()) + 2, limit) if frames else []
+    return parts_under(frames, lambda frame: len(frame.encode()) + 2, limit - _BATCH_ENVELOPE) if frames else []
 
 
 def _visible_team(request_id: uuid.UUID, user: Any) -> int | None:

@@ -15,7 +15,7 @@ from channels.db import database_sync_to_async
 from django.db import connection, transaction
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from approvals import events, selectors, services, teambus
@@ -332,6 +332,7 @@ class ShownOfTests:
 
 class FramePartsTests:
     @given(sizes=st.lists(st.integers(1, 140 * 1024), max_size=30))
+    @example(sizes=[1000, 120000, 140796])  # the frames' weights add up to the limit: the envelope is over it
     def test_a_batch_is_cut_into_frames_under_the_limit_keeping_every_card_in_order(self, sizes: list[int]) -> None:
         frames = [
             json.dumps(
