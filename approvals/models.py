@@ -219,6 +219,11 @@ class PermissionRequest(models.Model):
     result = models.JSONField(null=True, blank=True)
     result_at = models.DateTimeField(null=True, blank=True)
 
+    # Not a column: the team's rules version the submit read, set on the instance it
+    # announces (services.submit), so a surface can tell from what it kept for that
+    # version whether it has anything to ask (relay.race); None on a request read back.
+    rules_version: str | None = None
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["agent", "tool_use_id"], name="request_unique_agent_tool_use_id"),

@@ -155,9 +155,13 @@ class ClassifierRacer:
     def __init__(self, classifier: Classifier) -> None:
         self.classifier = classifier
 
+    def may_answer(self, request: PermissionRequest) -> bool:
+        # An ask rule or a safety check asked for a person, not a classifier.
+        return not ask_is_reserved(request.evaluation or {})
+
     def offers(self, request: PermissionRequest, still_pending: Callable[[], bool]) -> list[Answer]:
-        if ask_is_reserved(request.evaluation or {}):
-            return []  # an ask rule or a safety check asked for a person, not a classifier
+        if not self.may_answer(request):
+            return []
         if not still_pending():
             return []
         verdict = self.classifier.classify(

@@ -338,6 +338,15 @@ class PermissionRequestWebhooks:
 
     name = "webhooks"
 
+    def may_answer(self, request: PermissionRequest) -> bool:
+        """False when the team had no enabled PermissionRequest webhook at the rules version
+        the ask's submit read, as `pre_decision` kept them in this process; True when that
+        is not known here (another version kept, none, a request read back): the job reads."""
+        kept = _team_hooks.get(request.team_id)
+        if kept is None or request.rules_version is None or kept[0] != request.rules_version:
+            return True
+        return any(hook.event == Webhook.Event.PERMISSION_REQUEST for hook in kept[1])
+
     def offers(self, request: PermissionRequest, still_pending: Callable[[], bool]) -> list[Answer]:
         call = {
             "session_id": request.session_id,

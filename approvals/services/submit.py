@@ -180,6 +180,7 @@ def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
             bool(call.get("permission_prompt")),
         ),
     )
+    request.rules_version = context.rules_version
     if verdict.behavior == "ask":
         _plan_ask(request, verdict, timeouts, team_settings, requirement)
     try:

@@ -228,3 +228,93 @@ class RacerReadsTests:
         states = [q for q in queries if "approvals_permissionrequest" in q["sql"]]
         assert len(states) == 1, [q["sql"][:80] for q in queries]
         assert finished is False  # the hook had no opinion; people still decide
+
+
+def _raced(request: PermissionRequest, racer: race.Racer | None = None) -> bool:
+    """Whether announcing `request` set off a job for `racer` (the webhooks' by default),
+    every job done first; the job records the request instead of asking anyone."""
+    judge = racer or PermissionRequestWebhooks()
+    asked: list[Any] = []
+
+    class Recording:
+        name = judge.name
+        may_answer = staticmethod(judge.may_answer)
+
+        def offers(self, request: PermissionRequest, still_pending: Any) -> list[services.Answer]:
+            asked.append(request.pk)
+            return []
+
+    announced = race.Race([Recording()])
+    announced.request_created(request)
+    announced.pool.shutdown(wait=True)
+    return asked == [request.pk]
+
+
+# The team's webhooks when an ask is submitted, and whether the race must ask them.
+WEBHOOK_SETS: dict[str, tuple[list[tuple[str, bool]], bool]] = {
+    "none": ([], False),
+    "a PreToolUse webhook only": ([("PreToolUse", True)], False),
+    "a disabled PermissionRequest webhook": ([("PermissionRequest", False)], False),
+    "a PermissionRequest webhook": ([("PermissionRequest", True)], True),
+    "both events": ([("PreToolUse", True), ("PermissionRequest", True)], True),
+    "one enabled and one disabled PermissionRequest webhook": (
+        [("PermissionRequest", False), ("PermissionRequest", True)],
+        True,
+    ),
+}
+
+
+class RaceJobTests:
+    """An ask sets off a racer's job only when the racer may have something to ask."""
+
+    @pytest.mark.parametrize("hooks", list(WEBHOOK_SETS))
+    def test_the_webhooks_are_raced_exactly_when_the_team_has_an_enabled_permission_request_one(
+        self, ci_bot: Any, default_team: Any, hooks: str
+    ) -> None:
+        configured, expected = WEBHOOK_SETS[hooks]
+        for n, (event, enabled) in enumerate(configured):
+            hook = webhook_create(
+                team=default_team, name=f"h{n}", url="http://127.0.0.1:9/", event=event, secret="s" * 16
+            )
+            if not enabled:
+                hook.enabled = False
+                hook.save()
+        request = services.request_submit(agent=ci_bot.agent, call=ask_call(tool_use_id=f"t-{hooks}")).request
+        assert request.state == RequestState.PENDING
+        assert _raced(request) is expected
+
+    def test_a_webhook_added_after_an_ask_is_raced_from_the_next_ask(self, ci_bot: Any, default_team: Any) -> None:
+        first = services.request_submit(agent=ci_bot.agent, call=ask_call(tool_use_id="t-before")).request
+        assert _raced(first) is False
+        webhook_create(
+            team=default_team, name="new", url="http://127.0.0.1:9/", event="PermissionRequest", secret="s" * 16
+        )
+        second = services.request_submit(agent=ci_bot.agent, call=ask_call(tool_use_id="t-after")).request
+        assert _raced(second) is True
+
+    def test_an_ask_of_another_version_than_the_one_kept_is_raced(self, ci_bot: Any, default_team: Any) -> None:
+        hook = webhook_create(
+            team=default_team, name="gone", url="http://127.0.0.1:9/", event="PermissionRequest", secret="s" * 16
+        )
+        older = services.request_submit(agent=ci_bot.agent, call=ask_call(tool_use_id="t-older")).request
+        hook.delete()
+        newer = services.request_submit(agent=ci_bot.agent, call=ask_call(tool_use_id="t-newer")).request
+        # What is kept now is the newer version's (no webhook): it says nothing of the older ask's.
+        assert (_raced(newer), _raced(older)) == (False, True)
+
+    def test_a_request_read_back_is_raced_whatever_this_process_kept(self, ci_bot: Any) -> None:
+        # Nothing is known of the version it was submitted at: the job reads the webhooks.
+        submitted = services.request_submit(agent=ci_bot.agent, call=ask_call(tool_use_id="t-read")).request
+        assert _raced(submitted) is False
+        assert _raced(PermissionRequest.objects.get(pk=submitted.pk)) is True
+
+    def test_an_ask_kept_for_a_person_sets_off_no_classifier(self, ci_bot: Any, default_team: Any) -> None:
+        from relay.classifiers import ClassifierRacer, LLMClassifier
+
+        services.rule_create(rule="Bash(rm:*)", behavior="ask", source="userSettings", team=default_team)
+        reserved = services.request_submit(agent=ci_bot.agent, call=ask_call(tool_use_id="t-reserved")).request
+        open_ask = services.request_submit(
+            agent=ci_bot.agent, call=ask_call("make deploy", tool_use_id="t-open")
+        ).request
+        racer = ClassifierRacer(LLMClassifier(api_key="sk-test", base_url="http://127.0.0.1:9"))
+        assert (_raced(reserved, racer), _raced(open_ask, racer)) == (False, True)
