@@ -21,6 +21,9 @@ database engine from the models' own `_meta`, so they follow a migration unedite
 - `run_together`: statements that follow one another, sent in one round trip where the
   database allows (the chain's lock, the audit row, its search text and the request
   naming it).
+- `read_together`: reads sent in one round trip, each kept prepared (a person's
+  decision's request and role, the cards pushed to the dashboards, what the pending
+  cards say "since last allowed").
 - `bound_cursor`: a cursor for one statement, which PostgreSQL keeps prepared once a
   connection has run it a few times (the token's read, a submit's context, any statement
   `run_together` sends alone): the server then skips its parse and plan.
@@ -363,6 +366,33 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]
                 cursor.execute(sql, params)
                 results.append(cursor.fetchall() if cursor.description is not None else [])
     return results
+
+
+def read_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+    """Run these reads in order; each one's rows ([] for none).
+
+    - PostgreSQL (`gatehouse.postgresql`): one round trip, as a pipeline of statements each
+      on a `bound_cursor`, so each is prepared once the connection has run it a few times.
+      `run_together`'s one message of several statements binds its parameters client-side:
+      PostgreSQL parsed and planned every statement of it on every call (an ask's card,
+      three statements: 1.0 ms of the server's CPU, against 0.2 ms kept prepared). Each
+      runs on a snapshot of its own, taken when it starts.
+    - Other engines, and a single statement: as `run_together`.
+    - Reads only: a write's message is `run_together`'s, which is one transaction.
+    """
+    db = connections[DEFAULT_DB_ALIAS]
+    if len(statements) <= 1 or getattr(db, "bound_cursor", None) is None:
+        return run_together(statements)
+    cursors = [bound_cursor() for _ in statements]
+    try:
+        with db.wrap_database_errors, db.connection.pipeline() as pipeline:
+            for cursor, (sql, params) in zip(cursors, statements, strict=True):
+                cursor.execute(sql, params)
+            pipeline.sync()  # every statement sent, and every result in
+            return [cursor.fetchall() if cursor.description is not None else [] for cursor in cursors]
+    finally:
+        for cursor in cursors:
+            cursor.close()
 
 
 def bound_cursor() -> Any:

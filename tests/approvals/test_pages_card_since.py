@@ -20,6 +20,7 @@ from approvals.written import run_together
 from relay import fanout
 from relay import selectors as relay_selectors
 from tests.approvals.test_pages_card import card_html
+from tests.round_trips import round_trips
 
 
 def ask(agent: Any, command: str, cwd: str = "/tmp/proj", session: str = "s1") -> Any:
@@ -226,11 +227,13 @@ class ReadWithTheCardTests:
         asks = [ask(ci_bot.agent, "pytest -x"), ask(ci_bot.agent, "npm test"), ask(other_bot.agent, "pytest -x")]
         decided = allowed(ci_bot.agent, admin, "pytest --lf")
         ids = [r.pk for r in asks] + [decided.request_id]
-        with CaptureQueriesContext(connection) as queries:
+        with round_trips() as trips:
             read, _ = relay_selectors.requests_for_cards(ids, asked=ids)
             answers = {request_id: selectors.last_allowed_like(read[request_id]) for request_id in ids}
-        # The requests, their teams' members and one read per ask: one message on PostgreSQL.
-        assert len(queries) == (1 if connection.vendor == "postgresql" else 2 + len(ids)), queries
+        # The requests, their teams' members and one read per ask: one round trip on PostgreSQL.
+        assert [len(trip) for trip in trips] == (
+            [2 + len(ids)] if connection.vendor == "postgresql" else [1] * (2 + len(ids))
+        ), trips
         for request_id in ids:
             assert answers[request_id] == allowed_like_by_python(read[request_id])
         assert answers[asks[0].pk] is not None and answers[asks[1].pk] is None is answers[asks[2].pk]
@@ -255,14 +258,17 @@ class ReadWithTheCardTests:
         allowed(ci_bot.agent, alice, "pytest -q tests/a")
         allowed(ci_bot.agent, admin, "npm test")
         asks = [ask(ci_bot.agent, "pytest -x"), ask(ci_bot.agent, "npm run lint"), ask(ci_bot.agent, "make docs")]
-        with CaptureQueriesContext(connection) as queries:
+        with round_trips() as trips:
             cards = selectors.pending_cards(alice)
             answers = [selectors.last_allowed_like(request) for request in cards]
         # The pending requests (after the user's teams), then every card's "since": one
-        # message on PostgreSQL.
-        since_reads = [q["sql"] for q in queries if "gh_recent" in q["sql"]]
-        assert len(since_reads) == (1 if connection.vendor == "postgresql" else len(asks)), since_reads
-        assert len(queries) == 2 + len(since_reads), [q["sql"][:70] for q in queries]
+        # round trip on PostgreSQL.
+        since_trips = [trip for trip in trips if any("gh_recent" in sql for sql in trip)]
+        assert all("gh_recent" in sql for trip in since_trips for sql in trip), since_trips
+        assert [len(trip) for trip in since_trips] == (
+            [len(asks)] if connection.vendor == "postgresql" else [1] * len(asks)
+        ), since_trips
+        assert len(trips) == 2 + len(since_trips), [trip[0][:70] for trip in trips]
         assert [request.pk for request in cards] == [request.pk for request in asks]
         assert answers == [allowed_like_by_python(request) for request in asks]
         assert [a and a.decided_by for a in answers] == ["alice", "root", None]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from approvals import selectors, services
 from approvals.models import PermissionRequest, SessionDenials
-from approvals.written import bound_cursor
+from approvals.written import bound_cursor, read_together, run_together
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 
@@ -168,3 +168,51 @@ class PreparedReadTests:
                 cursor.execute("SELECT %s::text, length(%s::text)", [session_id, session_id])
                 assert cursor.fetchone() == (session_id, len(session_id))
         assert prepared_reading("SELECT $1::text, length($2::text)")
+
+
+ASK = {"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}, "session_id": "s1", "cwd": "/srv/app"}
+
+
+@pytest.mark.usefixtures("vendor")
+class ReadTogetherTests:
+    """`read_together`: reads in one round trip, each statement kept prepared."""
+
+    def test_an_asks_card_read_is_prepared_and_reads_what_the_orm_reads(self, ci_bot: Any, alice: Any) -> None:
+        from relay.selectors import requests_for_cards
+
+        ask = services.request_submit(agent=ci_bot.agent, call={**ASK, "tool_use_id": "toolu_card"}).request
+        for _ in range(THRESHOLD + 2):
+            requests, teams = requests_for_cards([ask.pk], asked=[ask.pk])
+        stored = PermissionRequest.objects.select_related("agent", "team").get(pk=ask.pk)
+        found = requests[ask.pk]
+        assert [getattr(found, f.attname) for f in PermissionRequest._meta.concrete_fields] == [
+            getattr(stored, f.attname) for f in PermissionRequest._meta.concrete_fields
+        ]
+        assert (found.agent.name, found.team.name) == (stored.agent.name, stored.team.name)
+        assert teams == {ask.team_id: {alice.pk: "approver"}}
+        # The request, the memberships and "since last allowed": each ran prepared twice.
+        assert prepared_reading('FROM "approvals_membership" WHERE "team_id" IN') == [2]
+        assert prepared_reading('"approvals_permissionrequest" t0') != []
+        assert all(runs == 2 for runs in prepared_reading('"approvals_permissionrequest" t0'))
+
+    def test_a_persons_request_and_role_are_prepared(self, ci_bot: Any, alice: Any) -> None:
+        ask = services.request_submit(agent=ci_bot.agent, call={**ASK, "tool_use_id": "toolu_role"}).request
+        for _ in range(THRESHOLD + 2):
+            found, role = selectors.request_and_membership(ask.pk, alice.pk)
+            assert found == ask and role == "approver"
+        assert selectors.request_and_membership(ask.pk, ci_bot.agent.pk + 10_000)[1] is None
+        assert prepared_reading('"approvals_membership" WHERE "user_id" = $1') != []
+
+    def test_a_failing_read_raises_djangos_error_and_the_connection_goes_on(self) -> None:
+        from django.db import DataError
+
+        with pytest.raises(DataError):
+            read_together([("SELECT %s::int", [1]), ("SELECT 1 / %s::int", [0]), ("SELECT %s::int", [3])])
+        assert read_together([("SELECT %s::int", [1]), ("SELECT %s::int", [2])]) == [[(1,)], [(2,)]]
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(first=TEXT, second=TEXT)
+    def test_reads_together_answer_as_one_message_for_any_text(self, first: str, second: str) -> None:
+        statements = [("SELECT %s::text, length(%s::text)", [first, first]), ("SELECT %s::text", [second])]
+        for _ in range(THRESHOLD + 1):  # the last runs prepared
+            assert read_together(statements) == run_together(statements) == [[(first, len(first))], [(second,)]]
