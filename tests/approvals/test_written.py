@@ -38,6 +38,7 @@ from relay import selectors
 from relay.models import PushActionToken, PushSubscription
 from relay.push import selectors as push_selectors
 from tests.relay.wsclient import ask_call
+from tests.round_trips import round_trips
 
 pytestmark = pytest.mark.django_db
 
@@ -103,10 +104,10 @@ class CardReadTests:
         elsewhere = pending(other_bot.agent, tool_use_id="toolu_many_other")
         services.request_decide(asked[0].pk, services.Answer(behavior="deny", surface="web", user=alice))
         unknown = uuid.uuid4()
-        with CaptureQueriesContext(connection) as queries:
+        with round_trips() as trips:
             read, teams = selectors.requests_for_cards([*(r.pk for r in asked), elsewhere.pk, unknown])
-        # Two statements, sent as one message on PostgreSQL.
-        assert len(queries) == (1 if connection.vendor == "postgresql" else 2), queries
+        # Two statements, sent in one round trip on PostgreSQL.
+        assert [len(trip) for trip in trips] == ([2] if connection.vendor == "postgresql" else [1, 1]), trips
         assert set(read) == {r.pk for r in asked} | {elsewhere.pk}
         for request in [*asked, elsewhere]:
             written, orm = read[request.pk], orm_read(request.pk)
