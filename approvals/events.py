@@ -22,6 +22,7 @@ import functools
 import json
 import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,13 +67,18 @@ def finished_event_type(request: PermissionRequest) -> str:
     }.get(RequestState(request.state), "request.decided")
 
 
-def send(groups: list[str], event: dict[str, Any]) -> None:
+def send(groups: list[str], event: dict[str, Any], *, hand_over: bool = False) -> None:
     """Ring groups with one event; a lost doorbell is logged, never raised.
 
     - In a server process the doorbell is handed to the event loop and the caller goes on:
       the request that committed the change answers without waiting for Redis (1-2 ms of
       round trips, more under load). `Doorbells` keeps the events of one request in the
       order they were rung. A coroutine on the loop rings the same way.
+    - `hand_over`: someone waits on this doorbell (an agent on its decision), so the
+      request's thread waits, up to `HAND_OVER_SECONDS`, until the loop has rung it, and
+      lets the loop go first. Else the thread's work after the commit (the announcers,
+      the claim's release, the autopilot) held the interpreter while the loop waited
+      for it to ring (`docs/PERFORMANCE.md`, 2026-12-07, twenty-second pass).
     - Elsewhere (a management command, the sweeper, a test) it is sent before this returns.
     """
     layer = get_channel_layer()
@@ -87,13 +93,31 @@ def send(groups: list[str], event: dict[str, Any]) -> None:
         return
     loop = _server_loop()
     if loop is not None:
+        rung = threading.Event() if hand_over else None
         try:
-            loop.call_soon_threadsafe(DOORBELLS.ring, layer, groups, event)
-            return
+            loop.call_soon_threadsafe(_ring, layer, groups, event, rung)
         except RuntimeError:  # the loop closed under us (the process is stopping)
             log.warning("event %s to %s was not delivered: the server is stopping", event.get("type"), groups)
             return
+        if rung is not None:
+            # Bounded: a loop that does not come to it in time rings it all the same, later.
+            rung.wait(HAND_OVER_SECONDS)
+        return
     _send_now(layer, groups, event)
+
+
+# How long a request's thread waits for the loop to ring a doorbell it hands over: a
+# loop's turn takes well under a millisecond. The bound is for a loop that will not come
+# to it (a process stopping): the request then answers, and the doorbell rings if it can.
+HAND_OVER_SECONDS = 0.5
+
+
+def _ring(layer: BaseChannelLayer, groups: list[str], event: dict[str, Any], rung: threading.Event | None) -> None:
+    try:
+        DOORBELLS.ring(layer, groups, event)
+    finally:
+        if rung is not None:
+            rung.set()
 
 
 def _send_now(layer: BaseChannelLayer, groups: list[str], event: dict[str, Any]) -> None:
@@ -311,6 +335,7 @@ def announce_finished(request: PermissionRequest, decision: Decision, *, at_subm
                 **({"at_submit": True} if at_submit else {}),
                 **_decision_payload(decision),
             },
+            hand_over=not at_submit,
         )
         for announcer in registry.announcers:
             if at_submit and getattr(announcer, "asks_only", False):

@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import pytest
+from asgiref.sync import sync_to_async
 
-from approvals import events, services
+from approvals import events, services, teambus
 from tests.live import live_server
 from tests.relay.redis_server import PrivateRedis, private_redis
 from tests.relay.wsclient import dashboard_connect, in_thread, of_type, receive_until, send, session_cookie
@@ -115,3 +117,73 @@ class OrderTests:
 
         asyncio.run(scenario())
         assert "event request.created to user.1 was not delivered" in caplog.text
+
+
+class HandOverTests:
+    """A request's thread rings through its server's loop: a doorbell someone waits on (an
+    agent on its decision) is rung before the thread goes on with its own work, which
+    would otherwise hold the interpreter while the loop waits to ring it."""
+
+    def test_a_doorbell_handed_over_is_rung_before_the_thread_goes_on(self) -> None:
+        order = asyncio.run(self._ring_from_a_request_thread(hand_over=True))
+        assert order == ["rung", "went on"]
+
+    def test_a_doorbell_not_handed_over_does_not_wait_for_the_loop(self) -> None:
+        order = asyncio.run(self._ring_from_a_request_thread(hand_over=False))
+        assert order == ["went on", "rung"]
+
+    def test_a_decision_hands_its_doorbell_over_and_a_call_decided_at_submit_does_not(
+        self, ci_bot: Any, alice: Any
+    ) -> None:
+        handed: list[tuple[str, bool]] = []
+        sent = events.send
+
+        def recording(groups: list[str], event: dict[str, Any], *, hand_over: bool = False) -> None:
+            handed.append((event["type"], hand_over))
+            sent(groups, event, hand_over=hand_over)
+
+        team = ci_bot.agent.team
+        services.rule_create(rule="Bash(git status)", behavior="allow", source="projectSettings", team=team)
+        call = {"tool_name": "Bash", "session_id": "s1", "cwd": "/srv/app"}
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(events, "send", recording)
+            services.request_submit(agent=ci_bot.agent, call={**call, "tool_input": {"command": "git status"}})
+            ask = services.request_submit(agent=ci_bot.agent, call={**call, "tool_input": {"command": "make"}})
+            services.request_decide(ask.request.pk, services.Answer(behavior="allow", surface="api", user=alice))
+        assert handed == [("request.decided", False), ("request.created", False), ("request.decided", True)]
+
+    @staticmethod
+    async def _ring_from_a_request_thread(*, hand_over: bool) -> list[str]:
+        order: list[str] = []
+        group = events.agent_group(424242)
+        heard = asyncio.Event()
+        went_on = threading.Event()
+
+        def deliver(where: str, event: dict[str, Any]) -> None:
+            if where == group:
+                order.append("rung")
+                heard.set()
+
+        def busy_until_the_thread_went_on() -> None:
+            # The loop is busy until the thread has gone on, and its doorbell waits behind
+            # this. Handed over, the thread waits for the doorbell instead: then the loop
+            # gives up on the thread after a tenth of a second, within the thread's wait
+            # (events.HAND_OVER_SECONDS), and rings.
+            went_on.wait(0.1 if hand_over else 5)
+
+        def request_thread() -> None:
+            loop.call_soon_threadsafe(busy_until_the_thread_went_on)
+            events.send([group], {"type": "request.decided", "request_id": "r-hand-over"}, hand_over=hand_over)
+            order.append("went on")
+            went_on.set()
+
+        loop = asyncio.get_running_loop()
+        subscription = teambus.subscribe(deliver, lambda error: None)
+        await subscription.add(group)
+        try:
+            await sync_to_async(request_thread)()
+            await asyncio.wait_for(heard.wait(), 5)
+            await asyncio.wait_for(events.DOORBELLS.idle(), 5)
+        finally:
+            await subscription.close()
+        return order
