@@ -19,16 +19,15 @@ database engine from the models' own `_meta`, so they follow a migration unedite
   (`Field.pre_save`, then `get_db_prep_save`), and the instance ends as
   `save(force_insert=True)` leaves it (its id set, no longer adding).
 - `run_together`: statements that follow one another, sent in one round trip where the
-  database allows (the chain's lock, the audit row, its search text and the request
-  naming it).
-- `read_together`: reads sent in one round trip, each kept prepared (a person's
-  decision's request and role, the cards pushed to the dashboards, what the pending
-  cards say "since last allowed").
+  database allows, each kept prepared: the chain's lock, the audit row, its search text
+  and the request naming it; a person's decision's request and role; the cards pushed to
+  the dashboards; what the pending cards say "since last allowed".
 - `bound_cursor`: a cursor for one statement, which PostgreSQL keeps prepared once a
-  connection has run it a few times (the token's read, a submit's context, any statement
-  `run_together` sends alone): the server then skips its parse and plan.
-- `message_transaction`: a transaction that is that one message, with no BEGIN and COMMIT
-  of its own on PostgreSQL (a call decided at submit, an ask's insert).
+  connection has run it a few times (the token's read, a submit's context, each statement
+  `run_together` sends): the server then skips its parse and plan.
+- `message_transaction`: a transaction that is one `run_together`, its BEGIN and COMMIT
+  in the same round trip on PostgreSQL (a call decided at submit, an ask's insert, a
+  person's decision).
 - `table` and `column`: the quoted names a statement written by hand takes from the
   models (a role, the decision's fence, people's allows, the webhooks, the memberships of
   cards, the browsers to tell that an ask is over).
@@ -40,14 +39,19 @@ on SQLite and PostgreSQL.
 from __future__ import annotations
 
 import contextlib
+import logging
+import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import psycopg
 from django.db import DEFAULT_DB_ALIAS, NotSupportedError, connection, connections, transaction
 from django.db.models import Field, ForeignKey, Model
 from django.db.models.sql import Query
 from django.db.transaction import TransactionManagementError
+
+log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=Model)
 
@@ -342,57 +346,93 @@ def column(model: type[Model], name: str) -> str:
 def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
     """Run `statements` in order in this connection's transaction; each one's rows ([] for none).
 
-    - PostgreSQL gets them as one message: one round trip instead of one each (Django's
-      psycopg cursors bind parameters client-side, which allows several statements in one
-      query). Each still runs on a snapshot of its own, taken when it starts, as if sent
-      alone; the first that fails stops the rest and raises, as it would have alone.
+    - PostgreSQL (`gatehouse.postgresql`): one round trip, as a pipeline of statements each
+      on a `bound_cursor`, so each is prepared once the connection has run it a few times.
+      Each statement runs on a snapshot of its own, taken when it starts, as if sent
+      alone; the first that fails stops the rest and raises. With autocommit on, they
+      go between a BEGIN and a COMMIT in the same round trip: one transaction, all or
+      none (`message_transaction`); in a transaction already open, in that one.
+    - Before, several statements went as one message of client-bound text, which
+      PostgreSQL parsed and planned on every call: an ask's card, three reads, cost 1.0 ms
+      of its CPU against 0.2 ms prepared, and a person's decision's fence and audit row
+      0.8 ms more of the decision's wall time (docs/PERFORMANCE.md, twenty-first and
+      twenty-second passes).
     - Other engines (SQLite, in process: no round trips to save) run them one by one.
-    - Statements sent one at a time (a statement alone, or any on another engine) go on a
-      `bound_cursor`.
     """
-    results: list[list[tuple[Any, ...]]] = []
     if not statements:
-        return results
-    together = len(statements) > 1 and _one_message()
-    with connection.cursor() if together else bound_cursor() as cursor:
-        if together:
-            cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
-            while True:
-                results.append(cursor.fetchall() if cursor.description is not None else [])
-                if not cursor.nextset():
-                    break
-        else:
-            for sql, params in statements:
-                cursor.execute(sql, params)
-                results.append(cursor.fetchall() if cursor.description is not None else [])
+        return []
+    db = connections[DEFAULT_DB_ALIAS]
+    if len(statements) > 1 and _pipelines():
+        return _pipelined(db, statements)
+    results: list[list[tuple[Any, ...]]] = []
+    with bound_cursor() as cursor:
+        for sql, params in statements:
+            cursor.execute(sql, params)
+            results.append(cursor.fetchall() if cursor.description is not None else [])
     return results
 
 
-def read_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
-    """Run these reads in order; each one's rows ([] for none).
-
-    - PostgreSQL (`gatehouse.postgresql`): one round trip, as a pipeline of statements each
-      on a `bound_cursor`, so each is prepared once the connection has run it a few times.
-      `run_together`'s one message of several statements binds its parameters client-side:
-      PostgreSQL parsed and planned every statement of it on every call (an ask's card,
-      three statements: 1.0 ms of the server's CPU, against 0.2 ms kept prepared). Each
-      runs on a snapshot of its own, taken when it starts.
-    - Other engines, and a single statement: as `run_together`.
-    - Reads only: a write's message is `run_together`'s, which is one transaction.
-    """
-    db = connections[DEFAULT_DB_ALIAS]
-    if len(statements) <= 1 or getattr(db, "bound_cursor", None) is None:
-        return run_together(statements)
-    cursors = [bound_cursor() for _ in statements]
+def _pipelined(db: Any, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+    # With autocommit on, the statements go between a BEGIN and a COMMIT of their own, in
+    # the same round trip. Without them the Sync would end the statements' transaction,
+    # and when a statement fails before it is sent (a parameter psycopg cannot send),
+    # psycopg still sends the Sync as it leaves the pipeline: the ones already sent would
+    # commit. With them, nothing commits but the COMMIT, which is sent last.
+    own = db.get_autocommit()
+    sent = [("BEGIN", []), *statements, ("COMMIT", [])] if own else list(statements)
+    cursors = [bound_cursor() for _ in sent]
+    raw = db.connection
+    _SENDING.message = message = object()
     try:
-        with db.wrap_database_errors, db.connection.pipeline() as pipeline:
-            for cursor, (sql, params) in zip(cursors, statements, strict=True):
+        with db.wrap_database_errors, raw.pipeline() as pipeline:
+            for cursor, (sql, params) in zip(cursors, sent, strict=True):
                 cursor.execute(sql, params)
             pipeline.sync()  # every statement sent, and every result in
-            return [cursor.fetchall() if cursor.description is not None else [] for cursor in cursors]
+            rows = [cursor.fetchall() if cursor.description is not None else [] for cursor in cursors]
+    except BaseException:
+        _abandon(db, raw, own)
+        raise
     finally:
+        if _SENDING.message is message:
+            _SENDING.message = None
         for cursor in cursors:
             cursor.close()
+    return rows[1:-1] if own else rows
+
+
+def _abandon(db: Any, raw: Any, own: bool) -> None:
+    """After a pipeline failed: its own transaction rolled back, and psycopg's record of the
+    statements it prepared on the connection forgotten.
+
+    psycopg prepares a statement on the run after `prepare_threshold`, with its Parse in
+    the pipeline, and records it as prepared without waiting for the Parse's result. When
+    a statement before it fails, the server skips the rest of the pipeline, that Parse
+    too, and the record stayed: every later run of the statement on that connection
+    failed with "prepared statement does not exist" (psycopg 3.3.9; a person's decision
+    whose fence had moved did it, `tests/approvals/test_prepared_statements.py`). So the
+    record is cleared, and the server's prepared statements deallocated before the next
+    statement: they are prepared again after the threshold. A failed pipeline is rare (a
+    lost race, a replayed call).
+    """
+    if raw.closed:
+        return
+    if own and raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        try:
+            raw.rollback()  # psycopg's: out of the aborted pipeline, ROLLBACK
+        except Exception:
+            # A connection that cannot roll back must never run another statement in
+            # that transaction: closed, the next statement opens a new one.
+            log.warning("closing a connection whose failed statements could not be rolled back", exc_info=True)
+            db.close()
+            return
+    raw._prepared.clear()
+
+
+class _Sending(threading.local):
+    message: object | None = None  # the pipeline `run_together` is sending on this thread
+
+
+_SENDING = _Sending()
 
 
 def bound_cursor() -> Any:
@@ -411,49 +451,48 @@ def bound_cursor() -> Any:
 
 @contextlib.contextmanager
 def message_transaction(*, alone: bool = True) -> Iterator[bool]:
-    """A transaction whose writes are one `run_together` message: all or none, committed when it returns.
+    """A transaction whose writes are one `run_together`: all or none, committed when it returns.
 
     Yields whether the block is that one message (True) or an atomic block (False), so a
     caller can put a check it would otherwise run first into the message itself.
 
-    - PostgreSQL, outside any transaction: nothing is opened. The server runs a message of
-      several statements, sent with autocommit on, as one implicit transaction: each
+    - PostgreSQL, outside any transaction: nothing is opened here. `run_together` sends
+      its statements between a BEGIN and a COMMIT of their own, in one round trip: each
       statement sees the ones before it, the first that fails rolls all of them back, and
-      the whole commits when the last one ends (deferred constraints checked then). One
-      round trip where BEGIN, the message and COMMIT took three, and a lock the message
-      takes (the audit chain's) is let go as it ends, not a round trip later. The block
-      may therefore run one statement only, that message: a second one raises
+      the COMMIT commits the whole (deferred constraints checked then). One round trip
+      where BEGIN, the statements and COMMIT took three, and a lock the statements take
+      (the audit chain's) is let go as they end, not a round trip later. The block may
+      therefore send that one `run_together` only: a statement after it raises
       `TransactionManagementError` before it is sent, as it would not be in the
-      transaction. Announce what was written after the block, not in it: outside a
-      transaction `transaction.on_commit` runs its callback at once, and a statement the
-      callback runs (an ask's card read) would be that second one.
+      transaction. Announce what was written after the block, not in
+      it: outside a transaction `transaction.on_commit` runs its callback at once, and a
+      statement the callback runs (an ask's card read) would be that second one.
     - Otherwise (SQLite, which runs statements one by one, or a block inside a transaction
       already open), or when the caller has other writes to make with it (`alone=False`):
       `transaction.atomic()`.
     """
     # Inside an atomic block autocommit is off: the block joins that transaction.
-    if not (alone and _one_message() and connection.get_autocommit()):
+    if not (alone and _pipelines() and connection.get_autocommit()):
         with transaction.atomic():
             yield False
         return
-    sent = False
+    sent: object | None = None  # the message the block sent: a pipeline, or a statement alone
 
     def only_one(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
         nonlocal sent
-        if sent:
+        message = _SENDING.message or object()
+        if sent is not None and message is not sent:
             raise TransactionManagementError(
                 "a message transaction sends one message; this statement would run outside it: "
                 f"{sql[:80]!r} (use alone=False)"
             )
-        sent = True
+        sent = message
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(only_one):
         yield True
 
 
-def _one_message() -> bool:
-    # Server-side binding (an OPTIONS setting Gatehouse does not make) sends each query on
-    # its own with its parameters, which allows one statement only.
-    options = connection.settings_dict.get("OPTIONS") or {}
-    return connection.vendor == "postgresql" and not options.get("server_side_binding")
+def _pipelines() -> bool:
+    """Whether `run_together` sends several statements as one pipeline (`gatehouse.postgresql`)."""
+    return getattr(connections[DEFAULT_DB_ALIAS], "bound_cursor", None) is not None

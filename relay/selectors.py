@@ -12,7 +12,7 @@ from django.db import connection
 from approvals import services
 from approvals.models import Agent, Membership, PermissionRequest, PersonalToken
 from approvals.selectors.requests import REQUEST_WITH_DECISION, allowed_like_statement, keep_allowed_like
-from approvals.written import column, read_together, table
+from approvals.written import column, run_together, table
 
 
 def token_is_revoked(token: str) -> bool:
@@ -68,7 +68,7 @@ def requests_for_cards(
         return {}, {}
     ids = [PermissionRequest._meta.pk.get_db_prep_value(request_id, connection) for request_id in request_ids]
     asked = [request_id for request_id in asked if request_id in request_ids]
-    found, members, *allowed = read_together(
+    found, members, *allowed = run_together(
         [
             _CARD.each_statement(request_ids),
             (_roles_sql(connection.vendor, len(ids)), ids),

@@ -24,7 +24,7 @@ from approvals.models import (
     RequestState,
     TeamSettings,
 )
-from approvals.written import JoinedRead, ModelColumns, Statement, bound_cursor, column, read_together, table
+from approvals.written import JoinedRead, ModelColumns, Statement, bound_cursor, column, run_together, table
 from policy import grants
 
 
@@ -119,7 +119,7 @@ def request_and_membership(request_id: uuid.UUID, user_id: int) -> tuple[Permiss
     person's decision over the API starts with."""
     pk = PermissionRequest._meta.pk
     assert pk is not None
-    found, membership = read_together(
+    found, membership = run_together(
         [
             _REQUEST.first_statement(request_id),
             (_membership_sql(connection.vendor), [user_id, pk.get_db_prep_value(request_id, connection)]),
@@ -248,7 +248,7 @@ def pending_cards(user: User | AnonymousUser) -> list[PermissionRequest]:
     (`last_allowed_like`) read with the others: one round trip for every card on
     PostgreSQL, where each card's was its own."""
     requests = list(pending_requests(user))
-    allowed = read_together([allowed_like_statement(request.pk) for request in requests])
+    allowed = run_together([allowed_like_statement(request.pk) for request in requests])
     for request, rows in zip(requests, allowed, strict=True):
         keep_allowed_like(request, rows)
     return requests
@@ -379,7 +379,7 @@ def last_allowed_like(request: PermissionRequest) -> Decision | None:
     if _ALLOWED_LIKE in request.__dict__:
         found: Decision | None = request.__dict__[_ALLOWED_LIKE]
     else:
-        found = allowed_like(read_together([allowed_like_statement(request.pk)])[0])
+        found = allowed_like(run_together([allowed_like_statement(request.pk)])[0])
     if found is None:
         return None
     before = found.request
@@ -391,7 +391,7 @@ def last_allowed_like(request: PermissionRequest) -> Decision | None:
 
 def allowed_like_statement(request_id: uuid.UUID) -> Statement:
     """`last_allowed_like`'s statement for the request of this id, to send with others
-    (`read_together`); read its rows with `allowed_like`."""
+    (`run_together`); read its rows with `allowed_like`."""
     request_id = PermissionRequest._meta.pk.get_db_prep_value(request_id, connection)
     params = [request_id, request_id, request_id, LIKE_LOOKBACK, request_id]
     return _ALLOWED.where_statement(_allowed_like_sql(connection.vendor), params)

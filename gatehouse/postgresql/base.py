@@ -17,9 +17,8 @@ holds it open and idle and its socket has nothing to read; any other is closed, 
 back (the pool replaces it) and the next one is tried. A server that vanished without a
 word (a cable pulled) is missed, as the empty query would miss it until its timeout.
 
-Django's cursors bind parameters client-side: the values are quoted into the text, which
-lets several statements go as one message (`approvals.written.run_together`), but the
-server then parses and plans every statement afresh. For the reads of fixed text that
+Django's cursors bind parameters client-side: the values are quoted into the text, and the
+server parses and plans every statement afresh. For the reads of fixed text that
 every call makes (the bearer token's agent, a submit's context), that was most of the
 server's work: 0.26 ms of PostgreSQL's CPU for the token's read, 0.09 ms once prepared
 (docs/PERFORMANCE.md, nineteenth pass). `bound_cursor` is Django's cursor with the

@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from approvals import selectors, services
-from approvals.models import PermissionRequest, SessionDenials
-from approvals.written import bound_cursor, read_together, run_together
+from approvals.audit import verify_chain
+from approvals.models import Decision, PermissionRequest, SessionDenials
+from approvals.written import bound_cursor, run_together
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 
@@ -174,8 +175,8 @@ ASK = {"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}, "session_
 
 
 @pytest.mark.usefixtures("vendor")
-class ReadTogetherTests:
-    """`read_together`: reads in one round trip, each statement kept prepared."""
+class RunTogetherTests:
+    """`run_together`: statements in one round trip, each kept prepared."""
 
     def test_an_asks_card_read_is_prepared_and_reads_what_the_orm_reads(self, ci_bot: Any, alice: Any) -> None:
         from relay.selectors import requests_for_cards
@@ -203,16 +204,102 @@ class ReadTogetherTests:
         assert selectors.request_and_membership(ask.pk, ci_bot.agent.pk + 10_000)[1] is None
         assert prepared_reading('"approvals_membership" WHERE "user_id" = $1') != []
 
+    def test_a_persons_decision_is_written_prepared(self, ci_bot: Any, alice: Any) -> None:
+        """The fence, the chain's lock, the audit row, its search text and the request naming it."""
+        for n in range(THRESHOLD + 2):
+            ask = services.request_submit(agent=ci_bot.agent, call={**ASK, "tool_use_id": f"toolu_d{n}"}).request
+            answer = services.Answer(behavior="deny", surface="api", user=alice, message="no")
+            result = services.request_decide(ask.pk, answer, loaded=ask)
+            assert result.won and result.decision is not None
+            assert Decision.objects.get(pk=result.decision.pk).hash == result.decision.hash
+        assert prepared_reading("gatehouse_fence_held") == [2]
+        assert prepared_reading("pg_advisory_xact_lock") != []
+        assert prepared_reading('INSERT INTO "approvals_auditsearch"') != []
+        assert [runs for runs in prepared_reading('INSERT INTO "approvals_decision"') if runs] != []
+        assert not list(verify_chain())
+
+    def test_a_lost_fence_prepared_leaves_nothing_written_and_the_connection_goes_on(
+        self, ci_bot: Any, alice: Any
+    ) -> None:
+        """An error mid-pipeline: the statements after it are skipped, Parse and all, and the one
+        transaction rolls back at the Sync. The connection goes on deciding, and prepares
+        its statements again (`written._forget_prepared`)."""
+        answer = services.Answer(behavior="allow", surface="api", user=alice)
+        for n in range(THRESHOLD + 2):
+            ask = services.request_submit(agent=ci_bot.agent, call={**ASK, "tool_use_id": f"toolu_l{n}"}).request
+            assert services.request_decide(ask.pk, answer, loaded=ask).won
+            rows = Decision.objects.count()
+            lost = services.request_decide(ask.pk, answer, loaded=ask)  # its own fence: the row moved
+            assert not lost.won and Decision.objects.count() == rows
+        for n in range(THRESHOLD + 2):  # prepared again after the threshold
+            ask = services.request_submit(agent=ci_bot.agent, call={**ASK, "tool_use_id": f"toolu_a{n}"}).request
+            assert services.request_decide(ask.pk, answer, loaded=ask).won
+        assert prepared_reading("gatehouse_fence_held") == [2]
+        assert [runs for runs in prepared_reading('INSERT INTO "approvals_decision"') if runs] != []
+        assert not list(verify_chain())
+
+    def test_statements_together_are_one_transaction(self) -> None:
+        from django.db import DataError
+
+        with connection.cursor() as cursor:
+            cursor.execute("CREATE TEMPORARY TABLE together (n int)")
+        with pytest.raises(DataError):
+            run_together([("INSERT INTO together VALUES (%s)", [1]), ("SELECT 1 / %s::int", [0])])
+        assert run_together([("SELECT count(*) FROM together", [])]) == [[(0,)]]
+        run_together([("INSERT INTO together VALUES (%s)", [2]), ("SELECT n FROM together", [])])
+        assert run_together([("SELECT n FROM together", [])]) == [[(2,)]]
+
+    @pytest.mark.parametrize("unsendable", ["a\x00b", object()])
+    def test_a_statement_that_cannot_be_sent_commits_none_of_those_sent_before_it(self, unsendable: Any) -> None:
+        """The insert goes to the server before psycopg fails to send the next statement's
+        parameter, and psycopg sends the Sync as it leaves the pipeline: only the COMMIT,
+        never sent, could have committed it."""
+        with connection.cursor() as cursor:
+            cursor.execute("CREATE TEMPORARY TABLE unsent (n int)")
+        for runs in range(THRESHOLD + 2):  # on every run of the threshold's count
+            with pytest.raises(Exception) as raised:
+                run_together([("INSERT INTO unsent VALUES (%s)", [runs]), ("SELECT %s::text", [unsendable])])
+            assert not isinstance(raised.value, AssertionError)
+            assert run_together([("SELECT count(*) FROM unsent", [])]) == [[(0,)]]
+        run_together([("INSERT INTO unsent VALUES (%s)", [7]), ("SELECT %s::text", ["sent"])])
+        assert run_together([("SELECT n FROM unsent", [])]) == [[(7,)]]
+        assert connection.connection.info.transaction_status.name == "IDLE"
+
+    @pytest.mark.parametrize("failing", [0, 1, 2])
+    @pytest.mark.parametrize("runs_before", range(THRESHOLD + 3))
+    def test_a_pipeline_failing_anywhere_at_any_run_leaves_its_statements_runnable(
+        self, failing: int, runs_before: int
+    ) -> None:
+        """Whichever statement fails, on whichever run of the threshold's count: the ones it
+        skips may have been on the run psycopg prepares them."""
+        from django.db import DataError
+
+        good = [("SELECT %s::int + 1", ["1"]), ("SELECT %s::int + 2", ["1"]), ("SELECT %s::int + 3", ["1"])]
+        for _ in range(runs_before):
+            assert run_together(good) == [[(2,)], [(3,)], [(4,)]]
+        bad = [(sql, ["not a number"] if n == failing else params) for n, (sql, params) in enumerate(good)]
+        with pytest.raises(DataError):
+            run_together(bad)
+        for _ in range(THRESHOLD + 2):
+            assert run_together(good) == [[(2,)], [(3,)], [(4,)]]
+        assert sorted(prepared_reading("::int + ")) == [2, 2, 2]
+
     def test_a_failing_read_raises_djangos_error_and_the_connection_goes_on(self) -> None:
         from django.db import DataError
 
         with pytest.raises(DataError):
-            read_together([("SELECT %s::int", [1]), ("SELECT 1 / %s::int", [0]), ("SELECT %s::int", [3])])
-        assert read_together([("SELECT %s::int", [1]), ("SELECT %s::int", [2])]) == [[(1,)], [(2,)]]
+            run_together([("SELECT %s::int", [1]), ("SELECT 1 / %s::int", [0]), ("SELECT %s::int", [3])])
+        assert run_together([("SELECT %s::int", [1]), ("SELECT %s::int", [2])]) == [[(1,)], [(2,)]]
 
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(first=TEXT, second=TEXT)
-    def test_reads_together_answer_as_one_message_for_any_text(self, first: str, second: str) -> None:
+    def test_statements_together_answer_as_each_alone_for_any_text(self, first: str, second: str) -> None:
         statements = [("SELECT %s::text, length(%s::text)", [first, first]), ("SELECT %s::text", [second])]
+        alone = []
+        for sql, params in statements:
+            with connection.cursor() as cursor:  # Django's own: bound client-side, never prepared
+                cursor.execute(sql, params)
+                alone.append(cursor.fetchall())
+        assert alone == [[(first, len(first))], [(second,)]]
         for _ in range(THRESHOLD + 1):  # the last runs prepared
-            assert read_together(statements) == run_together(statements) == [[(first, len(first))], [(second,)]]
+            assert run_together(statements) == alone

@@ -11,14 +11,21 @@ from django.test.utils import CaptureQueriesContext
 from approvals import services
 from approvals.audit import verify_row
 from approvals.models import AuditSearch, Decision, PermissionRequest, SessionDenials
+from tests.round_trips import round_trips
 
 CALL = {"tool_name": "Bash", "tool_input": {"command": "git status"}, "session_id": "s1", "cwd": "/srv/app"}
 
 
 def _submit(agent: Any, tool_use_id: str, **extra: Any) -> tuple[Any, list[str]]:
-    with CaptureQueriesContext(connection) as captured:
+    result, queries, _ = _submit_trips(agent, tool_use_id, **extra)
+    return result, queries
+
+
+def _submit_trips(agent: Any, tool_use_id: str, **extra: Any) -> tuple[Any, list[str], list[list[str]]]:
+    """The submit's result, its statements as the database got them, and as sent: one list per round trip."""
+    with CaptureQueriesContext(connection) as captured, round_trips() as trips:
         result = services.request_submit(agent=agent, call={**CALL, "tool_use_id": tool_use_id, **extra})
-    return result, [query["sql"] for query in captured.captured_queries]
+    return result, [query["sql"] for query in captured.captured_queries], trips
 
 
 # Transactional: inside the test's own transaction every atomic block would be a savepoint.
@@ -47,7 +54,7 @@ class SubmitStatementTests:
 
     def test_it_reads_no_rules_while_they_are_unchanged_and_takes_no_savepoint(self, ci_bot: Any) -> None:
         _submit(ci_bot.agent, "toolu_1")
-        _, queries = _submit(ci_bot.agent, "toolu_2")
+        _, queries, trips = _submit_trips(ci_bot.agent, "toolu_2")
         assert not [q for q in queries if 'from "approvals_rule"' in q.lower()]
         assert not [q for q in queries if "savepoint" in q.lower()]
         # Nor the team's webhooks: they are kept per rules version too (relay.webhooks).
@@ -55,10 +62,12 @@ class SubmitStatementTests:
         # One read for the replay check, denial state, stop switch, rules version and the
         # team's approval settings (selectors.submit_context); then the audit row (its hash
         # computed from the chain's head), its search text (approvals.audit_search) and the
-        # request, inserted naming its outcome row, which PostgreSQL gets as one message
+        # request, inserted naming its outcome row, which PostgreSQL gets in one round trip
         # with the chain's advisory lock.
-        expected = 2 if connection.vendor == "postgresql" else 4
+        expected = 5 if connection.vendor == "postgresql" else 4  # and BEGIN, COMMIT
         assert len([q for q in queries if q not in ("BEGIN", "BEGIN IMMEDIATE", "COMMIT")]) == expected, queries
+        if connection.vendor == "postgresql":
+            assert len(trips) == 2, trips
         (context,) = [q for q in queries if "approvals_teamsettings" in q]
         for table in ("approvals_permissionrequest", "approvals_sessiondenials", "approvals_pause", "rulesversion"):
             assert table in context
@@ -74,19 +83,20 @@ class SubmitStatementTests:
 
     def test_the_chain_lock_is_held_for_one_message(self, ci_bot: Any) -> None:
         _submit(ci_bot.agent, "toolu_1")
-        result, queries = _submit(ci_bot.agent, "toolu_2")
+        result, queries, trips = _submit_trips(ci_bot.agent, "toolu_2")
         if connection.vendor == "postgresql":
             # The lock, the audit row (its hash computed by the database from the head it
-            # reads), its search text and the request naming it in one message, which is
-            # the whole transaction: no BEGIN before it, no COMMIT after it.
-            locked = next(i for i, q in enumerate(queries) if "pg_advisory_xact_lock" in q)
-            under_lock = queries[locked:]
-            assert len(under_lock) == 1, under_lock
-            assert not [q for q in queries if q.startswith(("BEGIN", "COMMIT"))], queries
+            # reads), its search text and the request naming it in one round trip, which
+            # is the whole transaction: its BEGIN and COMMIT in it.
+            locked = next(i for i, trip in enumerate(trips) if "pg_advisory_xact_lock" in "".join(trip))
+            assert locked == len(trips) - 1 and len(trips[locked]) == 6, trips
+            assert trips[locked][0] == "BEGIN" and trips[locked][-1] == "COMMIT", trips
+            under_lock = "; ".join(trips[locked])
+            assert [q for q in queries if q.startswith(("BEGIN", "COMMIT"))] == ["BEGIN", "COMMIT"], queries
             for part in ("approvals_decision", "gatehouse_chain_hash", "approvals_auditsearch"):
-                assert part in under_lock[0]
+                assert part in under_lock
             # The request is inserted there, naming the row: never inserted, then updated.
-            assert 'INSERT INTO "approvals_permissionrequest"' in under_lock[0]
+            assert 'INSERT INTO "approvals_permissionrequest"' in under_lock
             assert not [q for q in queries if "UPDATE" in q], queries
         else:  # SQLite holds its one write lock from BEGIN, and has no round trips to save
             row = next(i for i, q in enumerate(queries) if "gatehouse_chain_hash" in q)

@@ -429,13 +429,13 @@ def _message(agent: Any, marker: str, *then: Any) -> list[Any]:
 class MessageTransactionTests:
     """`message_transaction`: on PostgreSQL the one message is the whole transaction."""
 
-    def test_the_message_commits_as_it_ends_with_no_begin_or_commit_of_its_own(
+    def test_the_message_commits_as_it_ends_with_its_begin_and_commit_in_its_one_round_trip(
         self, ci_bot: Any, other_connection: Any
     ) -> None:
         from approvals.written import message_transaction, run_together
 
         ran: list[str] = []
-        with CaptureQueriesContext(connection) as captured, message_transaction():
+        with CaptureQueriesContext(connection) as captured, round_trips() as trips, message_transaction():
             run_together(_message(ci_bot.agent, "m-commit"))
             # Before the block ends, another connection sees the row, and the lock is free.
             seen = _rows_named(other_connection, "m-commit")
@@ -449,7 +449,9 @@ class MessageTransactionTests:
             assert ran == (["now"] if connection.vendor == "postgresql" else [])
         sent = [q["sql"] for q in captured.captured_queries]
         if connection.vendor == "postgresql":
-            assert seen == 1 and len(sent) == 1 and not [q for q in sent if q in ("BEGIN", "COMMIT")], sent
+            # One round trip, its own BEGIN and COMMIT in it.
+            assert seen == 1 and [len(trip) for trip in trips] == [len(sent)], trips
+            assert sent[0] == "BEGIN" and sent[-1] == "COMMIT", sent
         else:  # SQLite runs statements one by one: an atomic block of its own
             assert seen == 0 and sent[0].startswith("BEGIN") and sent[-1] == "COMMIT", sent
         assert ran == ["now"] and _rows_named(other_connection, "m-commit") == 1

@@ -14,7 +14,6 @@ import redis.asyncio
 from channels.db import database_sync_to_async
 from django.db import connection, transaction
 from django.test import override_settings
-from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -307,12 +306,12 @@ class CardsReadOnArrivalTests:
         services.rule_create(rule="Bash(git log:*)", behavior="allow", source="projectSettings", team=ci_bot.agent.team)
         decided = [services.request_submit(agent=ci_bot.agent, call=decided_call(n)).request for n in range(5)]
         unknown = uuid.uuid4()
-        with CaptureQueriesContext(connection) as queries:
+        with round_trips() as trips:
             cards = fanout.load_cards([*(r.pk for r in decided), unknown])
-        # The requests with their decisions, and their team's members, sent as one message
-        # on PostgreSQL (a pending card also reads what changed since the last allowed
+        # The requests with their decisions, and their team's members, sent in one round
+        # trip on PostgreSQL (a pending card also reads what changed since the last allowed
         # call like it, per card).
-        assert len(queries) == (1 if connection.vendor == "postgresql" else 2), [q["sql"][:60] for q in queries]
+        assert len(trips) == (1 if connection.vendor == "postgresql" else 2), trips
         assert cards[unknown] is None
         for n, request in enumerate(decided):
             card = cards[request.pk]
@@ -530,7 +529,7 @@ class CardReadWhereCommittedTests:
         since_reads = [s for s in statements if "gh_recent" in s]
         assert len(since_reads) == 1, statements
         if connection.vendor == "postgresql":
-            assert "COMMIT" not in statements, statements
+            assert ["COMMIT"] not in trips, trips  # no round trip of its own to commit
             [card_trip] = [trip for trip in trips if card_reads(trip)]
             assert since_reads[0] in card_trip, trips
         assert card_reads([sql for trip in without for sql in trip]) == [], without
