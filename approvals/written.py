@@ -373,31 +373,36 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]
 
 
 def _pipelined(db: Any, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
-    # With autocommit on, the statements go between a BEGIN and a COMMIT of their own, in
-    # the same round trip. Without them the Sync would end the statements' transaction,
-    # and when a statement fails before it is sent (a parameter psycopg cannot send),
-    # psycopg still sends the Sync as it leaves the pipeline: the ones already sent would
-    # commit. With them, nothing commits but the COMMIT, which is sent last.
-    own = db.get_autocommit()
-    sent = [("BEGIN", []), *statements, ("COMMIT", [])] if own else list(statements)
-    cursors = [bound_cursor() for _ in sent]
+    cursors = [bound_cursor() for _ in statements]
     raw = db.connection
+    # With autocommit on, the statements go between a BEGIN and a COMMIT of their own, in
+    # the same round trip. Without them the Sync would end their transaction, and when a
+    # statement fails before it is sent (a parameter psycopg cannot send), psycopg still
+    # sends the Sync as it leaves the pipeline: the ones already sent would commit. With
+    # them, nothing commits unless the COMMIT, sent last, is reached.
+    ends = raw.cursor() if db.get_autocommit() else None  # psycopg's own, never prepared
     _SENDING.message = message = object()
     try:
-        with db.wrap_database_errors, raw.pipeline() as pipeline:
-            for cursor, (sql, params) in zip(cursors, sent, strict=True):
-                cursor.execute(sql, params)
-            pipeline.sync()  # every statement sent, and every result in
-            rows = [cursor.fetchall() if cursor.description is not None else [] for cursor in cursors]
+        with db.wrap_database_errors:
+            with raw.pipeline():
+                if ends is not None:
+                    ends.execute("BEGIN", prepare=False)
+                for cursor, (sql, params) in zip(cursors, statements, strict=True):
+                    cursor.execute(sql, params)
+                if ends is not None:
+                    ends.execute("COMMIT", prepare=False)
+            # Leaving the pipeline sent its one Sync and read every result.
+            return [cursor.fetchall() if cursor.description is not None else [] for cursor in cursors]
     except BaseException:
-        _abandon(db, raw, own)
+        _abandon(db, raw, ends is not None)
         raise
     finally:
         if _SENDING.message is message:
             _SENDING.message = None
         for cursor in cursors:
             cursor.close()
-    return rows[1:-1] if own else rows
+        if ends is not None:
+            ends.close()
 
 
 def _abandon(db: Any, raw: Any, own: bool) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import re
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.db import connection
-from psycopg.pq import PipelineStatus
+from psycopg.pq import PipelineStatus, Trace
 
 
 @contextlib.contextmanager
@@ -39,3 +41,38 @@ def round_trips() -> Iterator[list[list[str]]]:
 
     with connection.execute_wrapper(record):
         yield trips
+
+
+@contextlib.contextmanager
+def protocol() -> Iterator[list[list[str]]]:
+    """Yield the list the statements PostgreSQL is sent in the block go into, one list per
+    round trip, as libpq's own trace of the protocol shows them (PostgreSQL only).
+
+    - A round trip ends where the server says it is ready for the next (`ReadyForQuery`),
+      after a Sync or a simple query. The statements are the texts parsed or queried,
+      those psycopg sends of its own (a BEGIN, a COMMIT) among them.
+    """
+    connection.ensure_connection()
+    pgconn = connection.connection.pgconn
+    trips: list[list[str]] = []
+    with tempfile.TemporaryFile("w+") as trace:
+        pgconn.trace(trace.fileno())
+        pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS | Trace.REGRESS_MODE)
+        try:
+            yield trips
+        finally:
+            pgconn.untrace()
+            trace.seek(0)
+            sent: list[str] = []
+            for line in trace.read().splitlines():
+                message = re.match(r'^F\t\d+\t(?:Parse\t "[^"]*" |Query\t )"(.*?)"(?: \d+|$)', line)
+                if message:
+                    sent.append(message.group(1))
+                elif "\tReadyForQuery\t" in line:
+                    trips.append(sent)
+                    sent = []
+
+
+def protocol_if_postgresql() -> contextlib.AbstractContextManager[list[list[str]]]:
+    """`protocol()` on PostgreSQL; elsewhere an empty list."""
+    return protocol() if connection.vendor == "postgresql" else contextlib.nullcontext([])

@@ -16,6 +16,7 @@ from approvals import selectors, services
 from approvals.audit import verify_chain
 from approvals.models import Decision, PermissionRequest, SessionDenials
 from approvals.written import bound_cursor, run_together
+from tests.round_trips import protocol
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 
@@ -246,7 +247,10 @@ class RunTogetherTests:
         with pytest.raises(DataError):
             run_together([("INSERT INTO together VALUES (%s)", [1]), ("SELECT 1 / %s::int", [0])])
         assert run_together([("SELECT count(*) FROM together", [])]) == [[(0,)]]
-        run_together([("INSERT INTO together VALUES (%s)", [2]), ("SELECT n FROM together", [])])
+        with protocol() as trips:
+            run_together([("INSERT INTO together VALUES (%s)", [2]), ("SELECT n FROM together", [])])
+        # One round trip: its BEGIN and COMMIT in it, one Sync at its end.
+        assert trips == [["BEGIN", "INSERT INTO together VALUES ($1)", "SELECT n FROM together", "COMMIT"]]
         assert run_together([("SELECT n FROM together", [])]) == [[(2,)]]
 
     @pytest.mark.parametrize("unsendable", ["a\x00b", object()])

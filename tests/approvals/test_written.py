@@ -38,7 +38,7 @@ from relay import selectors
 from relay.models import PushActionToken, PushSubscription
 from relay.push import selectors as push_selectors
 from tests.relay.wsclient import ask_call
-from tests.round_trips import round_trips
+from tests.round_trips import protocol_if_postgresql, round_trips
 
 pytestmark = pytest.mark.django_db
 
@@ -435,7 +435,7 @@ class MessageTransactionTests:
         from approvals.written import message_transaction, run_together
 
         ran: list[str] = []
-        with CaptureQueriesContext(connection) as captured, round_trips() as trips, message_transaction():
+        with CaptureQueriesContext(connection) as captured, protocol_if_postgresql() as trips, message_transaction():
             run_together(_message(ci_bot.agent, "m-commit"))
             # Before the block ends, another connection sees the row, and the lock is free.
             seen = _rows_named(other_connection, "m-commit")
@@ -450,8 +450,9 @@ class MessageTransactionTests:
         sent = [q["sql"] for q in captured.captured_queries]
         if connection.vendor == "postgresql":
             # One round trip, its own BEGIN and COMMIT in it.
-            assert seen == 1 and [len(trip) for trip in trips] == [len(sent)], trips
-            assert sent[0] == "BEGIN" and sent[-1] == "COMMIT", sent
+            assert seen == 1 and [len(trip) for trip in trips] == [len(sent) + 2], trips
+            assert trips[0][0] == "BEGIN" and trips[0][-1] == "COMMIT", trips
+            assert not [q for q in sent if q in ("BEGIN", "COMMIT")], sent
         else:  # SQLite runs statements one by one: an atomic block of its own
             assert seen == 0 and sent[0].startswith("BEGIN") and sent[-1] == "COMMIT", sent
         assert ran == ["now"] and _rows_named(other_connection, "m-commit") == 1
