@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from approvals import permissions, selectors, services
 from approvals.api.common import (
     ApiView,
+    FieldsBoundOnce,
     IsAgent,
     IsPerson,
     QuerySerializer,
@@ -243,7 +244,9 @@ class PermissionRequestCancelApi(ApiView):
 class PermissionRequestDecideApi(ApiView):
     permission_classes = [IsPerson]
 
-    class InputSerializer(StrictSerializer):
+    # Made for every decision a person sends: its fields are bound once (a tenth of a
+    # millisecond of a decision's CPU before the commit, deep-copying them each time).
+    class InputSerializer(FieldsBoundOnce, StrictSerializer):
         behavior = serializers.ChoiceField(choices=["allow", "deny"])
         message = serializers.CharField(
             max_length=services.MAX_ANSWER_MESSAGE_CHARS, required=False, allow_blank=True, default=""
