@@ -354,9 +354,9 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]
       none (`message_transaction`); in a transaction already open, in that one.
     - Before, several statements went as one message of client-bound text, which
       PostgreSQL parsed and planned on every call: an ask's card, three reads, cost 1.0 ms
-      of its CPU against 0.2 ms prepared, and a person's decision's fence and audit row
-      0.8 ms more of the decision's wall time (docs/PERFORMANCE.md, twenty-first and
-      twenty-second passes).
+      of its CPU against 0.2 ms prepared, an auto-decided call's audit row 0.3 ms more of
+      it. Sending each statement costs the client about 40 µs more (docs/PERFORMANCE.md,
+      twenty-first and twenty-second passes).
     - Other engines (SQLite, in process: no round trips to save) run them one by one.
     """
     if not statements:
@@ -469,9 +469,9 @@ def message_transaction(*, alone: bool = True) -> Iterator[bool]:
       (the audit chain's) is let go as they end, not a round trip later. The block may
       therefore send that one `run_together` only: a statement after it raises
       `TransactionManagementError` before it is sent, as it would not be in the
-      transaction. Announce what was written after the block, not in
-      it: outside a transaction `transaction.on_commit` runs its callback at once, and a
-      statement the callback runs (an ask's card read) would be that second one.
+      transaction. Announce what was written after the block, not in it: outside a
+      transaction `transaction.on_commit` runs its callback at once, and a statement the
+      callback runs (an ask's card read) would be that second one.
     - Otherwise (SQLite, which runs statements one by one, or a block inside a transaction
       already open), or when the caller has other writes to make with it (`alone=False`):
       `transaction.atomic()`.
