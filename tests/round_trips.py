@@ -49,8 +49,10 @@ def protocol() -> Iterator[list[list[str]]]:
     round trip, as libpq's own trace of the protocol shows them (PostgreSQL only).
 
     - A round trip ends where the server says it is ready for the next (`ReadyForQuery`),
-      after a Sync or a simple query. The statements are the texts parsed or queried,
-      those psycopg sends of its own (a BEGIN, a COMMIT) among them.
+      after a Sync or a simple query. A statement is each one executed, by its text: that
+      of the statement it binds (prepared earlier in the block or just now), or
+      `<_pg3_N>` for one prepared before the block. Those psycopg sends of its own (a
+      BEGIN, a COMMIT) are among them.
     """
     connection.ensure_connection()
     pgconn = connection.connection.pgconn
@@ -64,10 +66,17 @@ def protocol() -> Iterator[list[list[str]]]:
             pgconn.untrace()
             trace.seek(0)
             sent: list[str] = []
+            texts: dict[str, str] = {}  # statement name ("" the unnamed) -> its text
+            bound = ""
             for line in trace.read().splitlines():
-                message = re.match(r'^F\t\d+\t(?:Parse\t "[^"]*" |Query\t )"(.*?)"(?: \d+|$)', line)
-                if message:
-                    sent.append(message.group(1))
+                if parsed := re.match(r'^F\t\d+\tParse\t "([^"]*)" "(.*?)" \d+', line):
+                    texts[parsed.group(1)] = parsed.group(2)
+                elif binding := re.match(r'^F\t\d+\tBind\t "[^"]*" "([^"]*)"', line):
+                    bound = texts.get(binding.group(1), f"<{binding.group(1)}>")
+                elif re.match(r"^F\t\d+\tExecute\t", line):
+                    sent.append(bound)
+                elif query := re.match(r'^F\t\d+\tQuery\t "(.*)"$', line):
+                    sent.append(query.group(1))
                 elif "\tReadyForQuery\t" in line:
                     trips.append(sent)
                     sent = []
