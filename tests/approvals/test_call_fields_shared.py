@@ -8,13 +8,13 @@ number of threads at once, and the fields keep no call after it.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from approvals.calls import CallInvalid, ToolCallSerializer, error_sentence, parse_call
+from tests.approvals.shared_fields import mismatches_from_threads
 
 GOOD = {"tool_name": "Bash", "tool_input": {"command": "ls"}, "session_id": "s1", "cwd": "/tmp/proj"}
 
@@ -55,25 +55,7 @@ class SharedFieldsTests:
                 assert kind == "valid" and found["tool_input"] == call["tool_input"], (call, found)
 
     def test_threads_validating_at_once_get_what_one_thread_gets(self) -> None:
-        expected = [outcome(call) for call, _ in CALLS]
-        barrier = threading.Barrier(8)
-        mismatches: list[Any] = []
-
-        def validate(offset: int) -> None:
-            barrier.wait()
-            for round_ in range(60):
-                i = (offset + round_) % len(CALLS)
-                found = outcome(CALLS[i][0])
-                if found != expected[i]:
-                    mismatches.append((i, found, expected[i]))
-
-        threads = [threading.Thread(target=validate, args=(n,)) for n in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-        assert not any(thread.is_alive() for thread in threads)
-        assert mismatches == []
+        assert mismatches_from_threads(outcome, [call for call, _ in CALLS]) == []
 
     def test_the_fields_keep_no_call_after_it(self) -> None:
         secret = {**GOOD, "tool_input": {"command": "echo hunter2"}}

@@ -7,7 +7,6 @@ fields gave: each validation sees only its own input, from many threads at once.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from rest_framework import serializers
@@ -15,6 +14,7 @@ from rest_framework import serializers
 from approvals import services
 from approvals.api.common import StrictSerializer
 from approvals.api.requests import PermissionRequestDecideApi
+from tests.approvals.shared_fields import mismatches_from_threads
 
 Shared = PermissionRequestDecideApi.InputSerializer
 
@@ -74,22 +74,4 @@ class SharedDecideFieldsTests:
                 assert found[0] == "valid", (data, found)
 
     def test_threads_validating_at_once_get_what_one_thread_gets(self) -> None:
-        expected = [outcome(Shared, data) for data, _ in INPUTS]
-        barrier = threading.Barrier(8)
-        mismatches: list[Any] = []
-
-        def validate(offset: int) -> None:
-            barrier.wait()
-            for round_ in range(60):
-                i = (offset + round_) % len(INPUTS)
-                found = outcome(Shared, INPUTS[i][0])
-                if found != expected[i]:
-                    mismatches.append((i, found, expected[i]))
-
-        threads = [threading.Thread(target=validate, args=(n,)) for n in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-        assert not any(thread.is_alive() for thread in threads)
-        assert mismatches == []
+        assert mismatches_from_threads(lambda data: outcome(Shared, data), [data for data, _ in INPUTS]) == []
