@@ -46,10 +46,12 @@ class BackgroundShell:
 
     @property
     def running(self) -> bool:
-        return self.process.returncode is None
+        """Until the command has exited and all it printed has been read: the exit can be
+        seen before the last of its output, which a read then would leave out."""
+        return self.process.returncode is None or not all(drain.done() for drain in self.drains)
 
     def kill(self) -> None:
-        if self.running:
+        if self.process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
 

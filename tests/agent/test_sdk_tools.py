@@ -138,3 +138,26 @@ class BashSandboxTests:
     async def test_it_refuses_to_leave_the_sandbox_unless_allowed(self, runner: ToolRunner) -> None:
         result = await runner.run(block("Bash", command="ls", dangerouslyDisableSandbox=True))
         assert result.is_error and "does not run commands outside the sandbox" in result.content
+
+
+class BackgroundShellTests:
+    def test_a_shell_is_running_until_its_output_is_read_through_not_only_until_it_exits(self) -> None:
+        """The exit is seen before the last output is read (the runner's BashOutput then
+        said "completed" without the command's last line)."""
+        import asyncio
+
+        from agent.tools.bash import BackgroundShell
+
+        async def scenario() -> list[bool]:
+            process = await asyncio.create_subprocess_exec("true")
+            await process.wait()
+            last_read = asyncio.Event()
+            drain = asyncio.create_task(last_read.wait())
+            shell = BackgroundShell("bash_t", "true", process, drains=[drain])  # type: ignore[list-item]
+            seen = [shell.running]
+            last_read.set()
+            await drain
+            seen.append(shell.running)
+            return seen
+
+        assert asyncio.run(scenario()) == [True, False]
