@@ -39,19 +39,15 @@ on SQLite and PostgreSQL.
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-import psycopg
 from django.db import DEFAULT_DB_ALIAS, NotSupportedError, connection, connections, transaction
 from django.db.models import Field, ForeignKey, Model
 from django.db.models.sql import Query
 from django.db.transaction import TransactionManagementError
-
-log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=Model)
 
@@ -346,12 +342,13 @@ def column(model: type[Model], name: str) -> str:
 def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
     """Run `statements` in order in this connection's transaction; each one's rows ([] for none).
 
-    - PostgreSQL (`gatehouse.postgresql`): one round trip, as a pipeline of statements each
-      on a `bound_cursor`, so each is prepared once the connection has run it a few times.
-      Each statement runs on a snapshot of its own, taken when it starts, as if sent
-      alone; the first that fails stops the rest and raises. With autocommit on, they
-      go between a BEGIN and a COMMIT in the same round trip: one transaction, all or
-      none (`message_transaction`); in a transaction already open, in that one.
+    - PostgreSQL (`gatehouse.postgresql`'s `run_pipeline`): one round trip, as a pipeline
+      of statements each on a `bound_cursor`, so each is prepared once the connection has
+      run it a few times. Each statement runs on a snapshot of its own, taken when it
+      starts, as if sent alone; the first that fails stops the rest and raises. With
+      autocommit on, they go between a BEGIN and a COMMIT in the same round trip: one
+      transaction, all or none (`message_transaction`); in a transaction already open, in
+      that one.
     - Before, several statements went as one message of client-bound text, which
       PostgreSQL parsed and planned on every call: an ask's card, three reads, cost 1.0 ms
       of its CPU against 0.2 ms prepared, an auto-decided call's audit row 0.3 ms more of
@@ -361,9 +358,14 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]
     """
     if not statements:
         return []
-    db = connections[DEFAULT_DB_ALIAS]
-    if len(statements) > 1 and _pipelines():
-        return _pipelined(db, statements)
+    pipeline = getattr(connections[DEFAULT_DB_ALIAS], "run_pipeline", None)
+    if len(statements) > 1 and pipeline is not None:
+        _SENDING.message = message = object()
+        try:
+            return pipeline(statements)
+        finally:
+            if _SENDING.message is message:
+                _SENDING.message = None
     results: list[list[tuple[Any, ...]]] = []
     with bound_cursor() as cursor:
         for sql, params in statements:
@@ -372,69 +374,8 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]
     return results
 
 
-def _pipelined(db: Any, statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
-    cursors = [bound_cursor() for _ in statements]
-    raw = db.connection
-    # With autocommit on, the statements go between a BEGIN and a COMMIT of their own, in
-    # the same round trip. Without them the Sync would end their transaction, and when a
-    # statement fails before it is sent (a parameter psycopg cannot send), psycopg still
-    # sends the Sync as it leaves the pipeline: the ones already sent would commit. With
-    # them, nothing commits unless the COMMIT, sent last, is reached.
-    ends = raw.cursor() if db.get_autocommit() else None  # psycopg's own, never prepared
-    _SENDING.message = message = object()
-    try:
-        with db.wrap_database_errors:
-            with raw.pipeline():
-                if ends is not None:
-                    ends.execute("BEGIN", prepare=False)
-                for cursor, (sql, params) in zip(cursors, statements, strict=True):
-                    cursor.execute(sql, params)
-                if ends is not None:
-                    ends.execute("COMMIT", prepare=False)
-            # Leaving the pipeline sent its one Sync and read every result.
-            return [cursor.fetchall() if cursor.description is not None else [] for cursor in cursors]
-    except BaseException:
-        _abandon(db, raw, ends is not None)
-        raise
-    finally:
-        if _SENDING.message is message:
-            _SENDING.message = None
-        for cursor in cursors:
-            cursor.close()
-        if ends is not None:
-            ends.close()
-
-
-def _abandon(db: Any, raw: Any, own: bool) -> None:
-    """After a pipeline failed: its own transaction rolled back, and psycopg's record of the
-    statements it prepared on the connection forgotten.
-
-    psycopg prepares a statement on the run after `prepare_threshold`, with its Parse in
-    the pipeline, and records it as prepared without waiting for the Parse's result. When
-    a statement before it fails, the server skips the rest of the pipeline, that Parse
-    too, and the record stayed: every later run of the statement on that connection
-    failed with "prepared statement does not exist" (psycopg 3.3.9; a person's decision
-    whose fence had moved did it, `tests/approvals/test_prepared_statements.py`). So the
-    record is cleared, and the server's prepared statements deallocated before the next
-    statement: they are prepared again after the threshold. A failed pipeline is rare (a
-    lost race, a replayed call).
-    """
-    if raw.closed:
-        return
-    if own and raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        try:
-            raw.rollback()  # psycopg's: out of the aborted pipeline, ROLLBACK
-        except Exception:
-            # A connection that cannot roll back must never run another statement in
-            # that transaction: closed, the next statement opens a new one.
-            log.warning("closing a connection whose failed statements could not be rolled back", exc_info=True)
-            db.close()
-            return
-    raw._prepared.clear()
-
-
 class _Sending(threading.local):
-    message: object | None = None  # the pipeline `run_together` is sending on this thread
+    message: object | None = None  # the pipeline `run_together` is sending on this thread (`message_transaction`)
 
 
 _SENDING = _Sending()
@@ -500,4 +441,4 @@ def message_transaction(*, alone: bool = True) -> Iterator[bool]:
 
 def _pipelines() -> bool:
     """Whether `run_together` sends several statements as one pipeline (`gatehouse.postgresql`)."""
-    return getattr(connections[DEFAULT_DB_ALIAS], "bound_cursor", None) is not None
+    return getattr(connections[DEFAULT_DB_ALIAS], "run_pipeline", None) is not None

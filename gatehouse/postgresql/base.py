@@ -24,12 +24,15 @@ server's work: 0.26 ms of PostgreSQL's CPU for the token's read, 0.09 ms once pr
 (docs/PERFORMANCE.md, nineteenth pass). `bound_cursor` is Django's cursor with the
 parameters bound server-side, as `server_side_binding` would make every cursor, so psycopg
 prepares a statement the connection has run `prepare_threshold` times (settings:
-`DB_PREPARED`) and the server reuses its plan.
+`DB_PREPARED`) and the server reuses its plan. `run_pipeline` sends several such
+statements in one round trip (`approvals.written.run_together`).
 """
 
 from __future__ import annotations
 
+import logging
 import select
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -39,6 +42,8 @@ from django.db.backends.utils import CursorWrapper
 from psycopg.pq import Format
 
 TIMESTAMPTZ_OID = psycopg.adapters.types["timestamptz"].oid
+
+log = logging.getLogger(__name__)
 
 
 def sound(connection: psycopg.Connection[Any]) -> bool:
@@ -96,3 +101,63 @@ class DatabaseWrapper(base.DatabaseWrapper):
             if self.timezone != loader.timezone:
                 register_tzloader(self.timezone, cursor)
             return self._prepare_cursor(cursor)  # type: ignore[attr-defined]  # not in django-stubs
+
+    def run_pipeline(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
+        """Run these statements in one round trip, in psycopg's pipeline mode; each one's rows.
+
+        - Each goes on a `bound_cursor`: Django's execute wrappers see it, and psycopg
+          prepares it once the connection has run it `prepare_threshold` times.
+        - With autocommit on, they go between a BEGIN and a COMMIT of their own, in the
+          same round trip. Without them the Sync would end their transaction, and when a
+          statement fails before it is sent (a parameter psycopg cannot send), psycopg
+          still sends the Sync as it leaves the pipeline: the ones already sent would
+          commit. With them, nothing commits unless the COMMIT, sent last, is reached.
+        - The results are read once the pipeline is left, whose exit sends the one Sync.
+        """
+        cursors = [self.bound_cursor() for _ in statements]
+        raw = self.connection
+        ends = raw.cursor() if self.get_autocommit() else None  # psycopg's own, never prepared
+        try:
+            with self.wrap_database_errors:
+                with raw.pipeline():
+                    if ends is not None:
+                        ends.execute("BEGIN", prepare=False)
+                    for cursor, (sql, params) in zip(cursors, statements, strict=True):
+                        cursor.execute(sql, params)
+                    if ends is not None:
+                        ends.execute("COMMIT", prepare=False)
+                return [cursor.fetchall() if cursor.description is not None else [] for cursor in cursors]
+        except BaseException:
+            self._abandon_pipeline(own=ends is not None)
+            raise
+        finally:
+            for cursor in cursors:
+                cursor.close()
+            if ends is not None:
+                ends.close()
+
+    def _abandon_pipeline(self, *, own: bool) -> None:
+        """After a pipeline failed: its own transaction rolled back (psycopg's `rollback()`).
+
+        The rollback also clears psycopg's record of the statements it prepared on the
+        connection, as any ROLLBACK it sees does (a caller's transaction's, to a savepoint
+        or whole). That record must go: psycopg prepares a statement on the run after
+        `prepare_threshold`, with its Parse in the pipeline, and records it as prepared
+        without waiting for the Parse's result. When a statement before it fails, the server
+        skips the rest of the pipeline, that Parse too; had the record stayed, every later
+        run of the statement on that connection would fail with "prepared statement does
+        not exist" (psycopg 3.3.9; a person's decision whose fence had moved did it,
+        `tests/approvals/test_prepared_statements.py`). The statements are prepared again
+        after the threshold. A failed pipeline is rare (a lost race, a replayed call).
+        """
+        raw = self.connection
+        if not own or raw is None or raw.closed:
+            return
+        if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            try:
+                raw.rollback()  # psycopg's: out of the aborted pipeline, ROLLBACK
+            except Exception:
+                # A connection that cannot roll back must never run another statement in
+                # that transaction: closed, the next statement opens a new one.
+                log.warning("closing a connection whose failed statements could not be rolled back", exc_info=True)
+                self.close()

@@ -288,6 +288,24 @@ class RunTogetherTests:
             assert run_together(good) == [[(2,)], [(3,)], [(4,)]]
         assert sorted(prepared_reading("::int + ")) == [2, 2, 2]
 
+    @pytest.mark.parametrize("runs_before", range(THRESHOLD + 3))
+    def test_a_pipeline_failing_in_a_transaction_leaves_its_statements_runnable_after_the_savepoint(
+        self, runs_before: int
+    ) -> None:
+        """Inside a caller's transaction the pipeline has no BEGIN and COMMIT of its own:
+        the caller's rollback, here to a savepoint, is what ends the failure."""
+        from django.db import DataError, transaction
+
+        good = [("SELECT %s::int + 1", ["1"]), ("SELECT %s::int + 2", ["1"])]
+        bad = [("SELECT %s::int + 1", ["not a number"]), ("SELECT %s::int + 2", ["1"])]
+        with transaction.atomic():
+            for _ in range(runs_before):
+                assert run_together(good) == [[(2,)], [(3,)]]
+            with pytest.raises(DataError), transaction.atomic():
+                run_together(bad)
+            for _ in range(THRESHOLD + 2):
+                assert run_together(good) == [[(2,)], [(3,)]]
+
     def test_a_failing_read_raises_djangos_error_and_the_connection_goes_on(self) -> None:
         from django.db import DataError
 
