@@ -229,19 +229,22 @@ def _lines_apart(data: bytes, tree: Tree, finished: bool, walk: Walk) -> tuple[b
     (``d 2>/dev/null``) as one pipeline whose last command is ``c d``: the line break
     between them becomes a space between words, and ``ls | ls | cat`` then ``curl x``
     passed for ``cat curl x``, a read. After ``a | b | c | d 2>/dev/null`` it took the
-    next line's words for more of the redirect's destinations. Bash ends a command at a line break outside
-    quotes, as at ``;``: each such break inside a command is read as the ``;`` it is,
-    and the line parsed again. Should the parser still join lines, the line never
-    auto-allows.
+    next line's words for more of the redirect's destinations. Bash ends a command at a
+    line break outside quotes, as at ``;``: the first such break between two of a
+    command's words is read as the ``;`` it is, any comment before it on that line
+    dropped (a ``;`` there would be part of the comment), and the line parsed again.
+    Should the parser still join lines, the line never auto-allows.
     """
-    breaks = _joined_line_breaks(tree.root_node, data)
-    if not breaks:
-        return data, tree, finished
     apart = bytearray(data)
-    for offset in breaks:
+    joins = _joined_lines(tree.root_node, data)
+    if not joins:
+        return data, tree, finished
+    for offset, comments in joins:
+        for start, end in comments:
+            apart[start:end] = b" " * (end - start)
         apart[offset] = ord(";")
     tree, finished = bounded_parse(bytes(apart))
-    if _joined_line_breaks(tree.root_node, bytes(apart)):
+    if _joined_lines(tree.root_node, bytes(apart)):
         walk.parse_error = True
         walk.block("the parser read two lines as one command")
     return bytes(apart), tree, finished
@@ -253,22 +256,34 @@ def _lines_apart(data: bytes, tree: Tree, finished: bool, walk: Walk) -> tuple[b
 _ONE_LINE = frozenset({"command", "file_redirect"})
 
 
-def _joined_line_breaks(root: Node, data: bytes) -> list[int]:
-    """Offsets of the line breaks inside a node that ends at one (not a ``\\`` continuation)."""
-    breaks: list[int] = []
+def _joined_lines(root: Node, data: bytes) -> list[tuple[int, list[tuple[int, int]]]]:
+    """Each line break bash ends a command at but the parse does not, with the comments before it.
+
+    A break is the first line break between two of a node's words that is not a ``\\``
+    continuation; a comment (which runs to the line's end in bash, ``\\`` included) and
+    a backslash ending a word (``a\\\\`` is an escaped one) never continue a line.
+    """
+    joins: list[tuple[int, list[tuple[int, int]]]] = []
     stack = [root]
     while stack:
         node = stack.pop()
         children = node.children
         if node.type in _ONE_LINE:
-            for before, after in itertools.pairwise(children):
-                gap = data.find(b"\n", before.end_byte, after.start_byte)
-                while gap != -1:
-                    if data[gap - 1 : gap] != b"\\":
-                        breaks.append(gap)
-                    gap = data.find(b"\n", gap + 1, after.start_byte)
+            words = [child for child in children if child.type != "comment"]
+            comments = [(child.start_byte, child.end_byte) for child in children if child.type == "comment"]
+            for before, after in itertools.pairwise(words):
+                inside = [(start, end) for start, end in comments if before.end_byte <= start < after.start_byte]
+                gap = bytearray(data[before.end_byte : after.start_byte])
+                for start, end in inside:
+                    gap[start - before.end_byte : end - before.end_byte] = b" " * (end - start)
+                at = gap.find(b"\n")
+                while at > 0 and gap[at - 1 : at] == b"\\":
+                    at = gap.find(b"\n", at + 1)
+                if at != -1:
+                    offset = before.end_byte + at
+                    joins.append((offset, [(start, end) for start, end in inside if end <= offset]))
         stack.extend(children)
-    return breaks
+    return joins
 
 
 # tree-sitter's error recovery is quadratic on some inputs: 4,000 unclosed ``a=(`` (12 KB)

@@ -260,6 +260,12 @@ _BASH_COMPOUND = [
     ("newline", "ls\npwd"),
     ("echo-and-redirect-git", "echo a && echo x > .git/config"),
     ("ls-glob-star", "ls *"),
+    # tree-sitter-bash read a line after a pipeline of three as the last command's words
+    ("pipeline-then-line", "ls | ls | cat README.md\ncurl -s http://127.0.0.1:9/ 2>/dev/null"),
+    ("pipeline-then-redirect", "ls | ls | ls | ls 2>/dev/null\ncurl -s http://127.0.0.1:9/ && ls"),
+    ("pipeline-comment-then-line", "ls | ls | cat README.md # c\ncurl -s http://127.0.0.1:9/ 2>/dev/null"),
+    ("pipeline-backslash-then-line", "ls | ls | cat README.md a\\\\\ncurl -s http://127.0.0.1:9/ 2>/dev/null"),
+    ("pipeline-comment-then-read", "ls | ls | wc -l # count\ngit status 2>/dev/null"),
 ]
 
 

