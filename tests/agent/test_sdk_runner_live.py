@@ -267,14 +267,19 @@ class RunnerAgainstGatehouseTests:
             shell_id = result.data["background_id"]
             assert f"moved to the background with ID: {shell_id}" in result.content
             assert "started" in result.content and "finished" not in result.content
+            # Each read returns what was printed since the last one: "finished" may come
+            # with a read that still says running, and the completed one then adds nothing.
+            reads: list[str] = []
             deadline = time.monotonic() + 15
             while True:
                 later = await runner.run(block(f"toolu_out_{time.monotonic_ns()}", "BashOutput", bash_id=shell_id))
+                reads.append(later.content)
                 if later.data.get("status") == "completed" or time.monotonic() > deadline:
                     break
                 await asyncio.sleep(0.1)
         assert later.data["status"] == "completed" and later.data["exit_code"] == 0
-        assert "finished" in later.content
+        read = "".join(reads)
+        assert read.count("finished") == 1 and "started" not in read, reads
 
     async def test_it_appends_a_deprecation_warning_for_an_old_tool_name(
         self, gatehouse: Any, ci_bot: Any, workdir: Path
