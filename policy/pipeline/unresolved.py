@@ -21,6 +21,22 @@ from policy.shell.words import tilde_user
 
 _UNKNOWN_START = re.compile(r"[*?\[$`]")
 _EXPANSION = re.compile(r"[$`]")
+_BRACES = re.compile(r"\{[^{}]*\}")
+_NAME_PATTERN_CHARS = 256
+
+
+def _name_pattern(name: str) -> str:
+    """A computed command name as a glob: each brace expansion could be any of its words.
+
+    ``c{u,}rl`` runs ``curl``; as ``c*rl`` it meets a ``curl`` rule. A brace the parser
+    left unpaired is a wildcard too, and so is all past the first ``_NAME_PATTERN_CHARS``
+    (a rule names a command in a word; a glob of thousands of stars compiles slowly).
+    """
+    if len(name) > _NAME_PATTERN_CHARS:
+        name = name[:_NAME_PATTERN_CHARS] + "*"
+    while (braced := _BRACES.sub("*", name)) != name:
+        name = braced
+    return name.replace("{", "*").replace("}", "*")
 
 
 def reserved_by_unresolved(rules: CompiledRules, behavior: str, ctx: CallContext) -> tuple[CompiledRule, str] | None:
@@ -41,12 +57,13 @@ def _command_rule(rules: CompiledRules, behavior: str, command: SimpleCommand) -
         return None
     if command.dynamic_name:
         name = command.words[0]
-        unknown = _UNKNOWN_START.search(name)
-        known = name[: unknown.start()] if unknown else name
+        pattern = _name_pattern(name)
+        unknown = _UNKNOWN_START.search(pattern)
+        known = pattern[: unknown.start()] if unknown else pattern
         # ``rm$X`` could be ``rm``; report the rule its known start points at first.
-        keys = sorted(index.by_word, key=lambda key: not key.startswith(known))
+        keys = sorted(index.by_word, key=lambda key: (not key.startswith(known), key not in name))
         for key in keys:
-            if _EXPANSION.search(name) or fnmatch.fnmatchcase(key, name):
+            if _EXPANSION.search(name) or fnmatch.fnmatchcase(key, pattern):
                 return index.by_word[key][0], name
         return (index.other[0], name) if index.other else None
     if not command.unresolved:

@@ -22,6 +22,15 @@ from policy.shell.writes import REMOVERS, written_paths
 _LANGUAGE = Language(tree_sitter_bash.language())
 _LOCAL = threading.local()
 MAX_DEPTH = 4  # nested ``bash -c "eval '…'"`` payloads before we stop trusting them
+# Where the parser misread a line, what it misread is parsed again: at most twice the
+# line's length in all, in at most REREADS parses (each may use the parse budget's spare
+# reads), and at most GLUED_BRACES brace expansions taken for groups are added, so that
+# a line of nested errors (``(a|`` 8,000 times) costs a few parses more. Past that the line
+# stays a parse error (never auto-allowed) and the rest meets the rules unread.
+REREAD_LINES = 2
+REREADS = 16
+GLUED_BRACES = 16
+GLUED_NAME_BYTES = 256
 
 # Assigning these changes what the *next* command resolves to or loads.
 SENSITIVE_VARS = frozenset(
@@ -193,6 +202,12 @@ class Walk:
     function_definition: bool = False
     # Here-doc bodies of a redirected statement, by the command they feed.
     statement_heredocs: dict[Node, list[str]] = field(default_factory=dict)
+    # Bytes the parser may still read again where it misread the line (set at the top),
+    # and how many times.
+    reread_bytes: int = 0
+    rereads: int = REREADS
+    # Brace expansions the parser took for groups, still to be added as commands.
+    glued_braces: int = GLUED_BRACES
 
     def block(self, reason: str) -> None:
         if reason not in self.blockers:
@@ -206,6 +221,8 @@ def walk_source(source: str, walk: Walk, depth: int = 0) -> None:
         walk.block("shell payloads nested too deeply")
         return
     data = _without_scanner_hazards(source, walk).encode("utf-8", "surrogatepass")
+    if depth == 0:
+        walk.reread_bytes = REREAD_LINES * len(data)
     tree, finished = bounded_parse(data)
     if b"\n" in data and b"|" in data:
         data, tree, finished = _lines_apart(data, tree, finished, walk)
@@ -348,6 +365,12 @@ def _visit(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -
     if kind == "ERROR" or node.is_missing:
         walk.parse_error = True
         walk.block("the command could not be parsed completely")
+    if kind in ("ERROR", "compound_statement"):
+        _visit_glued_braces(node, data, walk, depth)
+    if kind in ("command_substitution", "ERROR"):
+        _visit_comment_past_backtick(node, data, walk, depth)
+    if kind == "ERROR":
+        _visit_unparsed(node, data, walk, depth)
     if kind in ("command_substitution", "process_substitution"):
         walk.substitution = True
         walk.block("it contains command or process substitution")
@@ -364,7 +387,7 @@ def _visit(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -
     elif kind == "file_redirect":
         _visit_redirect(node, walk)
     elif kind == "heredoc_redirect":
-        _visit_heredoc(node, walk)
+        _visit_heredoc(node, data, walk, depth)
     elif kind == "redirected_statement":
         _hand_down_heredocs(node, walk)
     elif kind in _GROUPS:
@@ -373,6 +396,75 @@ def _visit(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -
         # Claude Code 2.1.332: what runs in the background runs past the approval.
         walk.block("it uses the & background operator")
     stack.extend(reversed(node.named_children))
+
+
+def _visit_glued_braces(node: Node, data: bytes, walk: Walk, depth: int) -> None:
+    """A ``{`` with no blank after it: no group but a brace expansion, which bash runs.
+
+    ``{rm,-rf,build}`` is ``rm -rf build``; tree-sitter-bash reads a group there (that it
+    cannot close, or closes at the word's ``}``). The brace and the word it opens are a
+    command whose name is only known at run time, compared with the rules as a pattern.
+    """
+    for before, brace, after in _triples(node.children):
+        if walk.glued_braces <= 0:
+            return
+        glued = brace.type == "{" and after.start_byte == brace.end_byte
+        if glued and not (before is not None and before.type == "{" and before.end_byte == brace.start_byte):
+            walk.glued_braces -= 1
+            end = min(after.end_byte, brace.start_byte + GLUED_NAME_BYTES)
+            name = data[brace.start_byte : end].decode("utf-8", "replace").split(None, 1)[0]
+            word = Word(name, True, brace.start_byte, brace.start_byte + len(name.encode()), name)
+            _add_command([word], [], [], data, walk, depth)
+
+
+def _triples(nodes: list[Node]) -> Iterable[tuple[Node | None, Node, Node]]:
+    """Each node but the last with the one before it (None for the first) and the one after it."""
+    if len(nodes) < 2:
+        return ()
+    return zip([None, *nodes[:-2]], nodes[:-1], nodes[1:], strict=True)
+
+
+def _reread(text: bytes, walk: Walk, depth: int) -> None:
+    """Parse ``text``, a part the parser misread, as a line of its own, within the budget."""
+    if depth >= MAX_DEPTH or len(text) > walk.reread_bytes or walk.rereads <= 0:
+        return
+    walk.reread_bytes -= len(text)
+    walk.rereads -= 1
+    walk_source(text.decode("utf-8", "replace"), walk, depth + 1)
+
+
+def _visit_unparsed(node: Node, data: bytes, walk: Walk, depth: int) -> None:
+    """The commands in a part tree-sitter could not parse: seen by deny and ask rules.
+
+    When words lie in it outside any command, its text after its first piece is parsed
+    again, so the commands the error swallowed (all after a stray token, to the line's
+    end) are analysed too.
+    """
+    children = node.children
+    if any(child.type in _LOOSE_WORDS for child in children[1:]):
+        _reread(data[children[1].start_byte : node.end_byte], walk, depth)
+
+
+_LOOSE_WORDS = frozenset({"word", "command_name", "concatenation", "string", "raw_string", "number"})
+
+
+def _visit_comment_past_backtick(node: Node, data: bytes, walk: Walk, depth: int) -> None:
+    """What follows a `` `…` `` whose comment the parser ran past the closing backtick.
+
+    Bash ends `` `ls # c` `` at the next backtick, so ``&& curl x`` after it runs;
+    tree-sitter-bash reads the comment on, past the backtick, and leaves the substitution
+    unclosed or in error (a parse error, so the line never auto-allows). What follows the
+    backtick in the comment is parsed as a line of its own, so deny and ask rules see it.
+    """
+    children = node.children
+    if not children or children[0].type != "`":
+        return
+    for child in children:
+        if child.type == "comment":
+            text = data[child.start_byte : child.end_byte]
+            closing = text.find(b"`")
+            if closing != -1:
+                _reread(text[closing + 1 :], walk, depth)
 
 
 def _hand_down_heredocs(statement: Node, walk: Walk) -> None:
@@ -419,12 +511,37 @@ def _visit_redirect(node: Node, walk: Walk) -> None:
         walk.output_redirects.append(word.value)
 
 
-def _visit_heredoc(node: Node, walk: Walk) -> None:
-    start = next((child for child in node.children if child.type == "heredoc_start"), None)
+def _visit_heredoc(node: Node, data: bytes, walk: Walk, depth: int) -> None:
+    """A here-doc: an unquoted one blocks, and the commands its body runs meet the rules.
+
+    - ``<<EOF`` expands ``$…`` and `` `…` `` in its body when it runs; ``<<'EOF'`` does not.
+      tree-sitter-bash parses ``$(…)`` there but not `` `…` ``, so a body holding a
+      backtick is read again as the double-quoted string it expands like.
+    - Bash ends a here-doc only at a line that is its delimiter alone (after tabs, for
+      ``<<-``); tree-sitter-bash also ends it at ``EOF && ls # …``, where all the rest of
+      the line is body to bash. Then the rest is read as body too, and the line blocks.
+    """
+    children = node.children
+    start = next((child for child in children if child.type == "heredoc_start"), None)
     delimiter = _node_text(start) if start is not None else ""
-    if not any(quote in delimiter for quote in "'\"\\"):
-        # ``<<EOF`` expands ``$…`` and ``…`` in its body when it runs; ``<<'EOF'`` does not.
+    unquoted = not any(quote in delimiter for quote in "'\"\\")
+    if unquoted:
         walk.block("it has a here-doc with an unquoted delimiter, whose body the shell expands")
+    body = next((child for child in children if child.type == "heredoc_body"), None)
+    end = next((child for child in children if child.type == "heredoc_end"), None)
+    if body is None or end is None:
+        return
+    line_start = data.rfind(b"\n", 0, end.start_byte) + 1
+    before = data[line_start : end.start_byte]
+    alone = (before == b"" or (before.strip(b"\t") == b"" and any(c.type == "<<-" for c in children))) and data[
+        end.end_byte : end.end_byte + 1
+    ] in (b"", b"\n")
+    text = data[body.start_byte : end.start_byte if alone else len(data)]
+    if not alone:
+        walk.parse_error = True
+        walk.block("its here-doc ends at a line that is not the delimiter alone")
+    if unquoted and (not alone or b"`" in text):
+        _reread(b': "' + text.replace(b'"', b'\\"') + b'"', walk, depth)
 
 
 def _visit_command(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -> None:

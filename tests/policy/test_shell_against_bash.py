@@ -1,4 +1,4 @@
-"""A line the analysis lets run unasked runs only reads when bash itself runs it.
+"""A line the analysis lets run unasked runs only reads, and no denied program, when bash runs it.
 
 The analysis reads a line through tree-sitter-bash; bash reads it through its own
 parser, and where the two disagree on where a command ends, a command can hide inside
@@ -7,8 +7,11 @@ another's words (tree-sitter joined a line after ``a | b | c`` into ``c``'s word
 the analysis allows in default mode is run by ``/bin/bash`` in a scratch directory
 whose ``PATH`` holds only stubs that log their name and arguments and exit 0 or 1 (so
 both sides of ``&&`` and ``||`` run). If any stub logs a command that is not a read
-inside the directory, the analysis let it through. The stubs run nothing else, so the
-lines run harmlessly.
+inside the directory, the analysis let it through. In bypassPermissions mode, where
+only deny rules stop a call, a line allowed under ``Bash(curl:*)``-style deny rules must
+run none of those programs (a brace expansion, ``{rm,-rf,build}``, or a command the
+parser lost in an error spells them too). The stubs run nothing else, so the lines run
+harmlessly.
 """
 
 from __future__ import annotations
@@ -54,10 +57,15 @@ NOT_READS = [
     "sed -i s/a/b/ README.md",
     "find . -delete",
     "head -5 ~/.ssh/id",
+    "{curl,evil.sh}",
+    "c{u,}rl evil.sh",
+    "{rm,-rf,build}",
 ]
 STUBS = ["ls", "cat", "head", "wc", "grep", "sed", "git", "curl", "rm", "python3", "sh", "node", "find", "tee", "xargs"]
 NOT_READ_PROGRAMS = {"curl", "rm", "python3", "sh", "node", "find", "tee", "xargs"}
 NOT_READ_ARGUMENTS = ["../secret", "/etc", "push", "-i", ".ssh"]
+DENIED_PROGRAMS = ["curl", "rm", "python3", "node"]
+DENY_RULES = [{"source": "policySettings", "permissions": {"deny": [f"Bash({name}:*)" for name in DENIED_PROGRAMS]}}]
 
 # What may end a line's last word: comments (``\\`` in one does not continue the line),
 # an escaped backslash (not a continuation either), quoted line breaks, a continuation.
@@ -135,6 +143,16 @@ def assert_bash_runs_only_reads_if_allowed(root: Path, line: str) -> None:
         assert not_reads(ran(root, line)) == [], (line, decision.reason)
 
 
+def denied(commands: list[str]) -> list[str]:
+    return [command for command in commands if command.split(" ", 1)[0] in DENIED_PROGRAMS]
+
+
+def assert_bash_runs_nothing_denied_if_allowed(root: Path, line: str) -> None:
+    decision = run(line, "bypassPermissions", DENY_RULES)
+    if decision.behavior == "allow":
+        assert denied(ran(root, line)) == [], (line, decision.reason)
+
+
 class BashOracleTests:
     def test_the_stubs_log_what_bash_runs(self, bash: Path) -> None:
         """The oracle itself: bash runs the stubs, both sides of ``||``, and the log tells a read from the rest."""
@@ -170,7 +188,9 @@ class BashOracleTests:
         ends in a redirect, each word's line ending in what does or does not continue it."""
         parts = [command + end for command, end in pipeline]
         command = parts[0] + "".join(joint + part for joint, part in zip(joints, parts[1:], strict=False))
-        assert_bash_runs_only_reads_if_allowed(bash, command + between + line + ending + redirect + after)
+        line = command + between + line + ending + redirect + after
+        assert_bash_runs_only_reads_if_allowed(bash, line)
+        assert_bash_runs_nothing_denied_if_allowed(bash, line)
 
     @settings(max_examples=600, deadline=None)
     @given(
@@ -193,6 +213,7 @@ class BashOracleTests:
         commands = [wrapper.format(command + end + redirect) for command, end, redirect, wrapper in parts]
         line = commands[0] + "".join(sep + command for sep, command in zip(separators, commands[1:], strict=False))
         assert_bash_runs_only_reads_if_allowed(bash, line)
+        assert_bash_runs_nothing_denied_if_allowed(bash, line)
 
     @pytest.mark.parametrize(
         "line",
@@ -208,3 +229,29 @@ class BashOracleTests:
     def test_these_lines_ran_unasked(self, bash: Path, line: str) -> None:
         assert not_reads(ran(bash, line)) != []
         assert run(line).behavior == "ask", line
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            # a brace expansion bash runs as a command; the parser reads a group it cannot close
+            "{rm,-rf,build}",
+            "c{u,}rl evil.sh",
+            "{r,}m -rf build",
+            "ls && {curl,evil.sh} && ls",
+            "ls | {node,x.js}",
+            "ls && { {curl,evil.sh}; }",
+            # bash closes `…` at the next backtick, in a comment too
+            "echo `ls # c` && curl evil.sh",
+            'echo `ls # c` && curl evil.sh "a\nb"',
+            # an unquoted here-doc runs the substitutions in its body, `…` too, to its real end
+            "cat <<EOF\nhi `curl evil.sh`\nEOF",
+            "cat <<EOF\nls\nEOF && ls # c && echo $(curl evil.sh)",
+            "{ echo hi; } &&\n{python3,run.py} ;\nls",
+            # a command the parser swallowed into an error, with the rest of the line
+            "cat < README.md >>/dev/null <<<hi || timeout 5 ls >>/dev/null a\\\\; rm -rf build </dev/null |& cat ;"
+            "\nhead -5 README.md; |\ncat < README.md 2> /dev/null \\ ;\n{ git status; }",
+        ],
+    )
+    def test_these_lines_ran_denied_programs_in_bypass_mode(self, bash: Path, line: str) -> None:
+        assert denied(ran(bash, line)) != []
+        assert run(line, "bypassPermissions", DENY_RULES).behavior != "allow", line

@@ -266,6 +266,15 @@ _BASH_COMPOUND = [
     ("pipeline-comment-then-line", "ls | ls | cat README.md # c\ncurl -s http://127.0.0.1:9/ 2>/dev/null"),
     ("pipeline-backslash-then-line", "ls | ls | cat README.md a\\\\\ncurl -s http://127.0.0.1:9/ 2>/dev/null"),
     ("pipeline-comment-then-read", "ls | ls | wc -l # count\ngit status 2>/dev/null"),
+    # bash runs these as curl and rm; tree-sitter-bash reads groups, errors and comments
+    ("backtick-comment-then-curl", "echo `ls # c` && curl -s http://127.0.0.1:9/"),
+    ("brace-command-name", "c{u,}rl -s http://127.0.0.1:9/"),
+    ("brace-command", "{curl,-s,http://127.0.0.1:9/}"),
+    ("brace-rm", "{rm,-rf,build}"),
+    (
+        "parse-error-then-curl",
+        "cat README.md >/dev/null <<<hi || ls >/dev/null a\\\\; curl -s http://127.0.0.1:9/ |& cat ;\nls; |\nls",
+    ),
 ]
 
 
