@@ -531,17 +531,20 @@ def _visit_heredoc(node: Node, data: bytes, walk: Walk, depth: int) -> None:
     end = next((child for child in children if child.type == "heredoc_end"), None)
     if body is None or end is None:
         return
-    line_start = data.rfind(b"\n", 0, end.start_byte) + 1
-    before = data[line_start : end.start_byte]
-    alone = (before == b"" or (before.strip(b"\t") == b"" and any(c.type == "<<-" for c in children))) and data[
-        end.end_byte : end.end_byte + 1
-    ] in (b"", b"\n")
+    alone = _delimiter_alone(end, data, tabs=any(child.type == "<<-" for child in children))
     text = data[body.start_byte : end.start_byte if alone else len(data)]
     if not alone:
         walk.parse_error = True
         walk.block("its here-doc ends at a line that is not the delimiter alone")
     if unquoted and (not alone or b"`" in text):
         _reread(b': "' + text.replace(b'"', b'\\"') + b'"', walk, depth)
+
+
+def _delimiter_alone(end: Node, data: bytes, *, tabs: bool) -> bool:
+    """Whether a here-doc's end is its delimiter alone on its line (after tabs, with ``tabs``)."""
+    before = data[data.rfind(b"\n", 0, end.start_byte) + 1 : end.start_byte]
+    after = data[end.end_byte : end.end_byte + 1]
+    return (before == b"" or (tabs and before.strip(b"\t") == b"")) and after in (b"", b"\n")
 
 
 def _visit_command(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -> None:
