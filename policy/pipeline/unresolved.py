@@ -23,6 +23,8 @@ _UNKNOWN_START = re.compile(r"[*?\[$`]")
 _EXPANSION = re.compile(r"[$`]")
 _BRACES = re.compile(r"\{[^{}]*\}")
 _NAME_PATTERN_CHARS = 256
+# A group bash expands: alternatives or a sequence (``{}`` and ``{x}`` stay as written).
+_EXPANDING_BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 
 
 def _name_pattern(name: str) -> str:
@@ -111,6 +113,11 @@ def _operand_pattern(word: str, ctx: CallContext) -> tuple[str, list[str], bool]
     """Split ``word`` into a known directory and the glob segments the shell fills in."""
     if tilde_user(word) is not None and not _own_home(word, ctx.home):
         return "/", [], True  # another user's home: it could be anywhere
+    if "{" in word or "}" in word:
+        braced = _operand_braces(word)
+        if braced is None:
+            return "/", [], True
+        word = braced
     match = _UNKNOWN_START.search(word)
     cut = match.start() if match else len(word)
     slash = word.rfind("/", 0, cut)
@@ -122,6 +129,22 @@ def _operand_pattern(word: str, ctx: CallContext) -> tuple[str, list[str], bool]
             return directory, segments, True
         segments.append(segment)
     return directory, segments, False
+
+
+def _operand_braces(word: str) -> str | None:
+    """``word`` with each brace expansion as what it could fill in; None for anywhere.
+
+    ``~/.ss{h,}/id`` reads ``~/.ssh/id``: a group is one segment's ``*``, or, holding a
+    ``/``, an expansion of any number of segments. A group that starts the word with an
+    alternative from ``/`` or ``~`` (``{README.md,~/.ssh/id}``) could put it anywhere.
+    A brace that expands nothing (``find -exec … {}``) is the character it is.
+    """
+    while match := _EXPANDING_BRACES.search(word):
+        body = match.group(0)[1:-1]
+        if match.start() == 0 and any(alternative.startswith(("/", "~", "$")) for alternative in body.split(",")):
+            return None
+        word = word[: match.start()] + ("$" if "/" in body or "$" in body else "*") + word[match.end() :]
+    return word
 
 
 def _could_match(rule: CompiledRule, directory: str, segments: list[str], open_end: bool, ctx: CallContext) -> bool:

@@ -202,6 +202,8 @@ class Walk:
     function_definition: bool = False
     # Here-doc bodies of a redirected statement, by the command they feed.
     statement_heredocs: dict[Node, list[str]] = field(default_factory=dict)
+    # Words the parser hung on a redirect that are a command's arguments, by the command.
+    statement_operands: dict[Node, list[Word]] = field(default_factory=dict)
     # Bytes the parser may still read again where it misread the line (set at the top),
     # and how many times.
     reread_bytes: int = 0
@@ -390,6 +392,7 @@ def _visit(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -
         _visit_heredoc(node, data, walk, depth)
     elif kind == "redirected_statement":
         _hand_down_heredocs(node, walk)
+        _visit_words_after_redirects(node, walk)
     elif kind in _GROUPS:
         walk.grouped = True
     if any(child.type == "&" for child in node.children):
@@ -417,6 +420,30 @@ def _visit_glued_braces(node: Node, data: bytes, walk: Walk, depth: int) -> None
             _add_command([word], [], [], data, walk, depth)
 
 
+_ONE_GROUP = re.compile(r"\{([^{}]*,[^{}]*)\}")
+_BRACE_GROUP = re.compile(r"(?<!\$)\{[^{}]*(,|\.\.)[^{}]*\}")
+
+
+def _brace_words(text: str) -> list[str]:
+    """The words bash makes of ``{cat,~/.ssh/id}`` (``cat``, ``~/.ssh/id``).
+
+    Only a word that is one group of plain alternatives is split. Any other stays one
+    word only known at run time, taken both for the command's name and for an operand
+    (``{cat,~/.ss{h,}/id}`` could read under ``~/.ssh``).
+    """
+    group = _ONE_GROUP.fullmatch(text)
+    if group is None:
+        return [text, text]
+    words = []
+    for alternative in group.group(1).split(","):
+        for home in ("${HOME}", "$HOME"):
+            if alternative.startswith(home):
+                alternative = "~" + alternative[len(home) :]  # as at any word's start
+        if alternative:
+            words.append(alternative)
+    return words or [text, text]
+
+
 def _triples(nodes: list[Node]) -> Iterable[tuple[Node | None, Node, Node]]:
     """Each node but the last with the one before it (None for the first) and the one after it."""
     if len(nodes) < 2:
@@ -436,13 +463,13 @@ def _reread(text: bytes, walk: Walk, depth: int) -> None:
 def _visit_unparsed(node: Node, data: bytes, walk: Walk, depth: int) -> None:
     """The commands in a part tree-sitter could not parse: seen by deny and ask rules.
 
-    When words lie in it outside any command, its text after its first piece is parsed
-    again, so the commands the error swallowed (all after a stray token, to the line's
-    end) are analysed too.
+    When words lie in it outside any command, the text from its second piece to the
+    line's end is parsed again, so the commands the error swallowed (all after a stray
+    token, and the words of a command it cut in two) are analysed too.
     """
     children = node.children
     if any(child.type in _LOOSE_WORDS for child in children[1:]):
-        _reread(data[children[1].start_byte : node.end_byte], walk, depth)
+        _reread(data[children[1].start_byte :], walk, depth)
 
 
 _LOOSE_WORDS = frozenset({"word", "command_name", "concatenation", "string", "raw_string", "number"})
@@ -452,19 +479,42 @@ def _visit_comment_past_backtick(node: Node, data: bytes, walk: Walk, depth: int
     """What follows a `` `…` `` whose comment the parser ran past the closing backtick.
 
     Bash ends `` `ls # c` `` at the next backtick, so ``&& curl x`` after it runs;
-    tree-sitter-bash reads the comment on, past the backtick, and leaves the substitution
-    unclosed or in error (a parse error, so the line never auto-allows). What follows the
-    backtick in the comment is parsed as a line of its own, so deny and ask rules see it.
+    tree-sitter-bash reads the comment on, past the backtick, and closes the substitution
+    at a later backtick or leaves it in error. What follows the backtick in the comment,
+    to the line's end, is parsed as a line of its own, so deny and ask rules see it.
     """
     children = node.children
     if not children or children[0].type != "`":
         return
     for child in children:
         if child.type == "comment":
-            text = data[child.start_byte : child.end_byte]
-            closing = text.find(b"`")
+            closing = data.find(b"`", child.start_byte, child.end_byte)
             if closing != -1:
-                _reread(text[closing + 1 :], walk, depth)
+                _reread(data[closing + 1 :], walk, depth)
+
+
+def _visit_words_after_redirects(statement: Node, walk: Walk) -> None:
+    """Words after a redirect's target: the command's arguments to bash, not more targets.
+
+    ``cat README.md 2>/dev/null ~/.ssh/id`` reads ``~/.ssh/id``; tree-sitter-bash takes
+    ``~/.ssh/id`` for a second target of ``2>``, so it was neither a read outside nor met
+    a Read deny rule. Such a line never auto-allows (as in Claude Code 2.1.332), and the
+    words are handed down to the command (the last of a pipeline or list) as operands.
+    """
+    extra = [
+        word
+        for child in statement.named_children
+        if child.type == "file_redirect"
+        for word in child.children_by_field_name("destination")[1:]
+    ]
+    if not extra:
+        return
+    walk.block("a redirect has more than one target: the words after it are the command's arguments")
+    command = statement.named_children[0]
+    while command.type != "command" and command.named_children:
+        command = command.named_children[-1]  # the last command of a pipeline or list
+    if command.type == "command":
+        walk.statement_operands[command] = [word_of(word) for word in extra]
 
 
 def _hand_down_heredocs(statement: Node, walk: Walk) -> None:
@@ -569,6 +619,7 @@ def _visit_command(node: Node, data: bytes, walk: Walk, depth: int, stack: list[
             words.append(word_of(child))
             stack.append(child)
     heredocs.extend(walk.statement_heredocs.pop(node, ()))
+    words.extend(walk.statement_operands.pop(node, ()))
     _add_command(words, assignments, heredocs, data, walk, depth)
 
 
@@ -590,6 +641,12 @@ def _add_command(
 ) -> None:
     if not words:
         return
+    # A brace expansion makes more words (``{cat,~/.ssh/id}``, ``time {cat,~/.ssh/id}``).
+    words = [
+        Word(value, True, word.start, word.end, value) if value is not word.value else word
+        for word in words
+        for value in (_brace_words(word.value) if word.dynamic and _BRACE_GROUP.search(word.value) else [word.value])
+    ]
     unwrapped = strip_wrappers(words)
     real, wrappers, env_assignments = unwrapped.words, unwrapped.wrappers, unwrapped.assignments
     for assignment in env_assignments:

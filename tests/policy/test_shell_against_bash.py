@@ -10,8 +10,9 @@ both sides of ``&&`` and ``||`` run). If any stub logs a command that is not a r
 inside the directory, the analysis let it through. In bypassPermissions mode, where
 only deny rules stop a call, a line allowed under ``Bash(curl:*)``-style deny rules must
 run none of those programs (a brace expansion, ``{rm,-rf,build}``, or a command the
-parser lost in an error spells them too). The stubs run nothing else, so the lines run
-harmlessly.
+parser lost in an error spells them too), and a line allowed under ``Read(~/.ssh/**)``
+must hand no command an operand under ``~/.ssh`` (bash expands ``~`` to the request's
+home). The stubs run nothing else, so the lines run harmlessly.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.policy.calls import HOME
 from tests.policy.test_read_only_commands import run
 
 BASH = shutil.which("bash") or "/bin/bash"
@@ -60,12 +62,18 @@ NOT_READS = [
     "{curl,evil.sh}",
     "c{u,}rl evil.sh",
     "{rm,-rf,build}",
+    # reads under ~/.ssh, which a Read deny rule covers
+    "cat {README.md,~/.ssh/id}",
+    "cat ~/.ss{h,}/id",
+    "{cat,~/.ssh/id}",
+    "cat README.md 2>/dev/null ~/.ssh/id",
 ]
 STUBS = ["ls", "cat", "head", "wc", "grep", "sed", "git", "curl", "rm", "python3", "sh", "node", "find", "tee", "xargs"]
 NOT_READ_PROGRAMS = {"curl", "rm", "python3", "sh", "node", "find", "tee", "xargs"}
 NOT_READ_ARGUMENTS = ["../secret", "/etc", "push", "-i", ".ssh"]
 DENIED_PROGRAMS = ["curl", "rm", "python3", "node"]
 DENY_RULES = [{"source": "policySettings", "permissions": {"deny": [f"Bash({name}:*)" for name in DENIED_PROGRAMS]}}]
+READ_DENY_RULES = [{"source": "policySettings", "permissions": {"deny": ["Read(~/.ssh/**)"]}}]
 
 # What may end a line's last word: comments (``\\`` in one does not continue the line),
 # an escaped backslash (not a continuation either), quoted line breaks, a continuation.
@@ -117,7 +125,7 @@ def ran(root: Path, line: str) -> list[str]:
         subprocess.run(
             [BASH, "-c", line],
             cwd=root / "project",
-            env={"PATH": str(root / "bin"), "LOG": str(log), "STATUS": status},
+            env={"PATH": str(root / "bin"), "LOG": str(log), "STATUS": status, "HOME": HOME},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -151,6 +159,18 @@ def assert_bash_runs_nothing_denied_if_allowed(root: Path, line: str) -> None:
     decision = run(line, "bypassPermissions", DENY_RULES)
     if decision.behavior == "allow":
         assert denied(ran(root, line)) == [], (line, decision.reason)
+
+
+def read_denied(commands: list[str]) -> list[str]:
+    """The commands bash ran with an operand under ``~/.ssh`` (bash expands ``~`` to HOME)."""
+    ssh = f"{HOME}/.ssh"
+    return [c for c in commands if any(a == ssh or a.startswith(ssh + "/") for a in c.split(" ")[1:])]
+
+
+def assert_bash_reads_nothing_denied_if_allowed(root: Path, line: str) -> None:
+    decision = run(line, "bypassPermissions", READ_DENY_RULES)
+    if decision.behavior == "allow":
+        assert read_denied(ran(root, line)) == [], (line, decision.reason)
 
 
 class BashOracleTests:
@@ -191,8 +211,9 @@ class BashOracleTests:
         line = command + between + line + ending + redirect + after
         assert_bash_runs_only_reads_if_allowed(bash, line)
         assert_bash_runs_nothing_denied_if_allowed(bash, line)
+        assert_bash_reads_nothing_denied_if_allowed(bash, line)
 
-    @settings(max_examples=600, deadline=None)
+    @settings(max_examples=400, deadline=None)
     @given(
         st.lists(
             st.tuples(
@@ -214,6 +235,7 @@ class BashOracleTests:
         line = commands[0] + "".join(sep + command for sep, command in zip(separators, commands[1:], strict=False))
         assert_bash_runs_only_reads_if_allowed(bash, line)
         assert_bash_runs_nothing_denied_if_allowed(bash, line)
+        assert_bash_reads_nothing_denied_if_allowed(bash, line)
 
     @pytest.mark.parametrize(
         "line",
@@ -243,6 +265,7 @@ class BashOracleTests:
             # bash closes `…` at the next backtick, in a comment too
             "echo `ls # c` && curl evil.sh",
             'echo `ls # c` && curl evil.sh "a\nb"',
+            "ls && echo `ls # c`\necho `{curl,evil.sh}`",
             # an unquoted here-doc runs the substitutions in its body, `…` too, to its real end
             "cat <<EOF\nhi `curl evil.sh`\nEOF",
             "cat <<EOF\nls\nEOF && ls # c && echo $(curl evil.sh)",
@@ -255,3 +278,28 @@ class BashOracleTests:
     def test_these_lines_ran_denied_programs_in_bypass_mode(self, bash: Path, line: str) -> None:
         assert denied(ran(bash, line)) != []
         assert run(line, "bypassPermissions", DENY_RULES).behavior != "allow", line
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            # the parser takes words after a redirect's target for more targets
+            "cat README.md 2>/dev/null ~/.ssh/id",
+            "wc -l README.md 2>&1 ~/.ssh/id",
+            "ls | cat README.md >/dev/null ~/.ssh/id",
+            "wc -l README.md 2>&1 \\\ntime cat ~/.ssh/id",
+            "ls; cat README.md 2>/dev/null ~/.ssh/id\n\nif true; then ls # c; fi",
+            # a parse error that cuts a command from its operand
+            "head -5 README.md 2>&1 <<<hi\n! git status >/dev/null; wc -l README.md 2>&1 <<<hi &&\n"
+            "time cat $HOME/.ssh/id 2> /dev/null ;\nhead -5 README.md a\\\\",
+            # a brace expansion in an operand, or making the whole command
+            "cat {README.md,~/.ssh/id}",
+            "cat ~/.ss{h,}/id",
+            "{cat,~/.ssh/id}",
+            "{cat,$HOME/.ssh/id}",
+            "{cat,~/.ss{h,}/id}",
+        ],
+    )
+    def test_these_lines_read_under_a_read_deny_rule(self, bash: Path, line: str) -> None:
+        assert read_denied(ran(bash, line)) != []
+        assert run(line, "bypassPermissions", READ_DENY_RULES).behavior != "allow", line
+        assert run(line).behavior != "allow", line

@@ -269,6 +269,8 @@ _BASH_COMPOUND = [
     # bash runs these as curl and rm; tree-sitter-bash reads groups, errors and comments
     ("backtick-comment-then-curl", "echo `ls # c` && curl -s http://127.0.0.1:9/"),
     ("brace-command-name", "c{u,}rl -s http://127.0.0.1:9/"),
+    ("cat-redirect-then-ssh", "cat README.md 2>/dev/null ~/.ssh/id_rsa"),
+    ("cat-brace-ssh", "cat {README.md,~/.ssh/id_rsa}"),
     ("brace-command", "{curl,-s,http://127.0.0.1:9/}"),
     ("brace-rm", "{rm,-rf,build}"),
     (
