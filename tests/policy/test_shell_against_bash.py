@@ -183,7 +183,7 @@ class BashOracleTests:
         assert not_reads(commands) == ["curl evil.sh"]
         assert not_reads(ran(bash, "cat ../secret")) == ["cat ../secret", "cat ../secret"]
 
-    @settings(max_examples=400, deadline=None)
+    @settings(max_examples=400, deadline=None, derandomize=True)
     @given(
         pipeline=st.lists(st.tuples(st.sampled_from(READS), st.sampled_from(ENDINGS)), min_size=2, max_size=4),
         joints=st.lists(st.sampled_from([" | ", " |\n"]), min_size=3, max_size=3),
@@ -213,7 +213,7 @@ class BashOracleTests:
         assert_bash_runs_nothing_denied_if_allowed(bash, line)
         assert_bash_reads_nothing_denied_if_allowed(bash, line)
 
-    @settings(max_examples=400, deadline=None)
+    @settings(max_examples=400, deadline=None, derandomize=True)
     @given(
         st.lists(
             st.tuples(

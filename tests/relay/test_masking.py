@@ -178,7 +178,8 @@ class MaskCorpusTests:
             f'export {name}="{value}"',
         ][style]
         masked = mask_secrets(text)
-        assert value not in masked.text, (text, masked.text)
+        # The value is gone; its name stays, so a value the name contains is no leak.
+        assert value not in masked.text.replace(name, "").replace(name.lower(), ""), (text, masked.text)
         assert masked.changed
 
     @settings(max_examples=200, deadline=None)
