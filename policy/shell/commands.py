@@ -470,6 +470,16 @@ def _visit_unparsed(node: Node, data: bytes, walk: Walk, depth: int) -> None:
     children = node.children
     if any(child.type in _LOOSE_WORDS for child in children[1:]):
         _reread(data[children[1].start_byte :], walk, depth)
+    # Where the parser lost track (backticks paired wrongly), a brace expansion it kept as
+    # a word could be a command to bash: each is also taken for one (``{curl,x}``).
+    for group in _BRACE_GROUP.finditer(data[node.start_byte : node.end_byte].decode("utf-8", "replace")):
+        if walk.glued_braces <= 0:
+            return
+        walk.glued_braces -= 1
+        start = node.start_byte + group.start()
+        _add_command(
+            [Word(group.group(0), True, start, start + len(group.group(0)), group.group(0))], [], [], data, walk, depth
+        )
 
 
 _LOOSE_WORDS = frozenset({"word", "command_name", "concatenation", "string", "raw_string", "number"})

