@@ -69,12 +69,6 @@ class PersonAdmin(UserAdmin):
         if change and "is_active" in form.changed_data and not obj.is_active:
             services.person_deactivate(user=obj)
 
-    def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> Any:
-        response = super().user_change_password(request, id, form_url)
-        if request.method == "POST" and response.status_code == 302:  # the form was saved
-            services.person_credentials_changed(user=User.objects.get(pk=id))
-        return response
-
 
 admin.site.unregister(User)
 admin.site.register(User, PersonAdmin)

@@ -7,6 +7,8 @@ about the token.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import AnonymousUser
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
@@ -85,3 +87,24 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 def agent_of(request: Request) -> Agent | None:
     user = request.user
     return user.agent if isinstance(user, AgentPrincipal) else None
+
+
+class PasswordChangeEndsSessions:
+    """Closes a person's dashboard sockets, on every device, whenever their password changes.
+
+    Not a rule on passwords: Django calls each of `AUTH_PASSWORD_VALIDATORS`'s
+    `password_changed` once a new password is saved, by whatever path saved it (the
+    password change and reset pages, the admin's password form, `manage.py
+    changepassword`, `set_password` and `save` in a shell), so this is the one place that
+    sees them all.
+    """
+
+    def validate(self, password: str, user: Any = None) -> None:
+        return None
+
+    def get_help_text(self) -> str:
+        return "A new password closes every open dashboard page of the person, on every device."
+
+    def password_changed(self, password: str, user: Any = None) -> None:
+        if user is not None and user.pk is not None:
+            services.person_credentials_changed(user=user)

@@ -21,7 +21,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.views import PasswordChangeView, PasswordResetConfirmView
 from django.http import (
     Http404,
     HttpRequest,
@@ -103,24 +102,6 @@ def hook_bundle(request: HttpRequest) -> HttpResponse:
     response = HttpResponse(buffer.getvalue(), content_type="application/zip")
     response["Content-Disposition"] = 'attachment; filename="gatehouse-hook.pyz"'
     return response
-
-
-class PasswordChangeClosingSockets(PasswordChangeView):
-    """Django's password change, which also closes the person's open dashboard sockets."""
-
-    def form_valid(self, form: Any) -> HttpResponse:
-        response = super().form_valid(form)
-        services.person_credentials_changed(user=form.user)
-        return response
-
-
-class PasswordResetClosingSockets(PasswordResetConfirmView):
-    """Django's password reset, which also closes the person's open dashboard sockets."""
-
-    def form_valid(self, form: Any) -> HttpResponse:
-        response = super().form_valid(form)
-        services.person_credentials_changed(user=form.user)
-        return response
 
 
 class NoMailPasswordReset(TemplateView):

@@ -315,6 +315,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    # No rule: closes the person's dashboard sockets whenever any path saves a new password.
+    {"NAME": "approvals.auth.PasswordChangeEndsSessions"},
 ]
 
 REST_FRAMEWORK = {

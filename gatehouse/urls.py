@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from approvals.api.claude_code import claude_code_hook
 from approvals.api.errors import not_found as api_not_found
 from approvals.ratelimit import login_view
-from approvals.views import NoMailPasswordReset, PasswordChangeClosingSockets, PasswordResetClosingSockets, logout_view
+from approvals.views import NoMailPasswordReset, logout_view
 
 urlpatterns = [
     # The admin's own login form would be an unthrottled way to guess passwords.
@@ -15,9 +15,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # Before Django's own: logging out also closes the person's dashboard sockets.
     path("accounts/logout/", logout_view, name="logout"),
-    # Before Django's own: a new password also closes the sockets opened with the old one.
-    path("accounts/password_change/", PasswordChangeClosingSockets.as_view(), name="password_change"),
-    path("accounts/reset/<uidb64>/<token>/", PasswordResetClosingSockets.as_view(), name="password_reset_confirm"),
     # Before Django's own: Gatehouse sends no mail (a reset by e-mail reached for an SMTP
     # server that is not there); the pages say how to get a one-time link instead.
     path("accounts/password_reset/", NoMailPasswordReset.as_view(), name="password_reset"),

@@ -165,9 +165,12 @@ def person_credentials_changed(*, user: User) -> None:
     """A person's password changed: every open dashboard socket of theirs closes.
 
     Their sessions stop working at the next HTTP request (Django's session hash); the
-    sockets opened before must not outlive them, on any device.
+    sockets opened before must not outlive them, on any device. The sockets close once
+    the new password commits: a page that reconnected before would still pass the old
+    hash. Django calls this for every saved password (`auth.PasswordChangeEndsSessions`).
     """
-    events.end_user_sessions(user.pk)
+    user_id = user.pk
+    transaction.on_commit(lambda: events.end_user_sessions(user_id))
 
 
 def person_deactivate(*, user: User) -> None:

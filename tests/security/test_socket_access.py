@@ -7,13 +7,17 @@ are exactly what a browser or an agent meets.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from typing import Any
+from unittest import mock
 from urllib.error import HTTPError
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 from urllib.request import HTTPRedirectHandler, Request, build_opener
 
 import pytest
+from django.core.management import call_command
+from django.test import Client
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -311,7 +315,29 @@ def removed_by_team_admin(srv: LiveServer, alice: Any, admin_cookie: str) -> int
     return people_post(srv, admin_cookie, f"/people/default/{alice.pk}/remove/", {})
 
 
-CREDENTIAL_CHANGES = [change_own_password, admin_sets_password, deactivate_by_service, removed_by_team_admin]
+def changepassword_command(srv: LiveServer, alice: Any, admin_cookie: str) -> int:
+    """`manage.py changepassword alice` on the server, both prompts answered."""
+    with mock.patch("getpass.getpass", return_value="N3w-pass-phrase!"):
+        call_command("changepassword", alice.username, stdout=io.StringIO())
+    return 302
+
+
+def one_time_link(srv: LiveServer, alice: Any, admin_cookie: str) -> int:
+    """A team admin's one-time link, opened and its form posted (Django's reset pages)."""
+    client = Client()
+    link = client.get(urlsplit(services.person_login_link(user=alice)).path)  # to the form, the token in the session
+    fields = {"new_password1": "N3w-pass-phrase!", "new_password2": "N3w-pass-phrase!"}
+    return int(client.post(link["Location"], fields).status_code)
+
+
+CREDENTIAL_CHANGES = [
+    change_own_password,
+    admin_sets_password,
+    changepassword_command,
+    one_time_link,
+    deactivate_by_service,
+    removed_by_team_admin,
+]
 
 
 class CredentialChangeEndsSocketsTests:
