@@ -41,11 +41,11 @@ def lexical_path(path: str, cwd: str, home: str) -> str:
     if path == "~":
         path = home
     elif path.startswith("~/"):
-        path = os.path.join(home, path[2:])
+        path = os.path.join(home, path[2:].lstrip("/"))  # ``~//x`` is under home too
     elif path.startswith("~") and home not in ("", "/"):
         user, _, rest = path[1:].partition("/")  # ``~alice/x`` where alice owns home
         if user == os.path.basename(home.rstrip("/")):
-            path = os.path.join(home, rest) if rest else home
+            path = os.path.join(home, rest.lstrip("/")) if rest else home
     lexical = os.path.normpath(os.path.join(base, path))
     if lexical.startswith("//"):
         lexical = "/" + lexical.lstrip("/")

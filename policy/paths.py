@@ -103,12 +103,14 @@ def expand_home(path: str, home: str) -> str:
     """``~``, ``~/x`` and ``~USER/x`` where USER owns ``home`` (its last component)."""
     if path == "~":
         return home
+    # What follows the ``~`` is joined under the home even when it starts with more
+    # slashes: ``~//.ssh`` is ``$HOME//.ssh`` to bash, where os.path.join would start over.
     if path.startswith("~/"):
-        return os.path.join(home, path[2:])
+        return os.path.join(home, path[2:].lstrip("/"))
     if path.startswith("~") and home not in ("", "/"):
         user, _, rest = path[1:].partition("/")
         if user == os.path.basename(home.rstrip("/")):
-            return os.path.join(home, rest) if rest else home
+            return os.path.join(home, rest.lstrip("/")) if rest else home
     return path
 
 

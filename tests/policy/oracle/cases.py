@@ -273,6 +273,13 @@ _BASH_COMPOUND = [
     ("cat-brace-ssh", "cat {README.md,~/.ssh/id_rsa}"),
     ("brace-command", "{curl,-s,http://127.0.0.1:9/}"),
     ("brace-rm", "{rm,-rf,build}"),
+    # bash runs these too: backticks the parser keeps as text, a value evaluated again
+    ("expansion-backtick-curl", "echo ${x:-`curl -s http://127.0.0.1:9/`}"),
+    ("arithmetic-value-curl", "x='a[$(curl -s http://127.0.0.1:9/)]'; echo $((x))"),
+    ("prompt-value-curl", "x='$(curl -s http://127.0.0.1:9/)'; echo ${x@P}"),
+    ("backtick-comment-first-then-curl", "echo `#` && curl -s http://127.0.0.1:9/"),
+    ("cat-home-double-slash-ssh", "cat ~//.ssh/id_rsa"),
+    ("redirect-dup-backslash-outside", "echo x >& ..\\\\/out.txt"),
     (
         "parse-error-then-curl",
         "cat README.md >/dev/null <<<hi || ls >/dev/null a\\\\; curl -s http://127.0.0.1:9/ |& cat ;\nls; |\nls",
