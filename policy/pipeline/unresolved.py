@@ -17,7 +17,7 @@ import re
 from policy.pipeline.context import CallContext
 from policy.rules.compiled import CompiledRule, CompiledRules
 from policy.shell.commands import SimpleCommand
-from policy.shell.words import tilde_user
+from policy.shell.words import plain_home, tilde_user
 
 _UNKNOWN_START = re.compile(r"[*?\[$`]")
 _EXPANSION = re.compile(r"[$`]")
@@ -139,6 +139,7 @@ def _operand_braces(word: str) -> str | None:
     alternative from ``/`` or ``~`` (``{README.md,~/.ssh/id}``) could put it anywhere.
     A brace that expands nothing (``find -exec … {}``) is the character it is.
     """
+    word = plain_home(word)
     while match := _EXPANDING_BRACES.search(word):
         body = match.group(0)[1:-1]
         if match.start() == 0 and any(alternative.startswith(("/", "~", "$")) for alternative in body.split(",")):

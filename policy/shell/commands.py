@@ -15,7 +15,7 @@ import tree_sitter_bash
 from tree_sitter import Language, Node, Parser, Tree
 
 from policy.shell.options import code_option_problem
-from policy.shell.words import Word, word_of
+from policy.shell.words import Word, plain_home, word_of
 from policy.shell.wrappers import SHELLS, WRAPPERS, Unwrapped, command_name, shell_payload, strip_wrappers
 from policy.shell.writes import REMOVERS, written_paths
 
@@ -720,7 +720,11 @@ def _add_command(
     words = [
         Word(value, True, word.start, word.end, value) if value is not word.value else word
         for word in words
-        for value in (_brace_words(word.value) if word.dynamic and _BRACE_GROUP.search(word.value) else [word.value])
+        for value in (
+            _brace_words(plain_home(word.value))
+            if word.dynamic and _BRACE_GROUP.search(plain_home(word.value))
+            else [word.value]
+        )
     ]
     unwrapped = strip_wrappers(words)
     real, wrappers, env_assignments = unwrapped.words, unwrapped.wrappers, unwrapped.assignments

@@ -43,6 +43,15 @@ class Word:
         return self.dynamic or self.glob or tilde_user(self.value) is not None
 
 
+_BRACED_HOME = re.compile(r"\$\{HOME\}(?=[/,}]|$)")
+
+
+def plain_home(value: str) -> str:
+    """``${HOME}`` spelled ``$HOME`` where the two are one (before ``/``, ``,``, ``}`` or the
+    end), so a brace group holding it (``{cat,${HOME}/.ssh/id}``) reads as one group."""
+    return _BRACED_HOME.sub("$HOME", value)
+
+
 def tilde_user(value: str) -> str | None:
     """``~bob/x`` → ``bob``; None for ``~``, ``~/x`` and words not starting with ``~``."""
     if not value.startswith("~") or value == "~" or value.startswith("~/"):

@@ -44,27 +44,59 @@ def _all_but_first(values: str = "") -> Writes:
     return lambda words: _operands(words, takes)[1:]
 
 
-def _target_option(words: Sequence[Word]) -> list[Word] | None:
+def _is_target_option(option: str) -> bool:
+    """``--target-directory`` or an abbreviation GNU getopt accepts (``--target``, ``--t``)."""
+    return len(option) >= 3 and "--target-directory".startswith(option)
+
+
+def _target_option(words: Sequence[Word]) -> tuple[Word, list[Word]] | None:
+    """The directory of ``-t DIR`` (``--target-directory``, abbreviated or with ``=``), and
+    the words left once it is taken out."""
     for index, word in enumerate(words):
-        if word.value in ("-t", "--target-directory") and index + 1 < len(words):
-            return [words[index + 1]]
-        if word.value.startswith("--target-directory="):
-            return [_inline(word, word.value.split("=", 1)[1])]
+        if index == 0:
+            continue
+        head, equals, value = word.value.partition("=")
+        if (word.value == "-t" or _is_target_option(word.value)) and index + 1 < len(words):
+            return words[index + 1], [*words[:index], *words[index + 2 :]]
+        if equals and _is_target_option(head):
+            return _inline(word, value), [*words[:index], *words[index + 1 :]]
+        if word.value.startswith("-t") and not word.value.startswith("--") and len(word.value) > 2:
+            return _inline(word, word.value[2:]), [*words[:index], *words[index + 1 :]]
     return None
 
 
+def _into(directory: Word, source: Word) -> Word:
+    """What ``cp SOURCE DIRECTORY`` writes when DIRECTORY is one: ``DIRECTORY/name``.
+
+    The server cannot look at the agent's disk to know whether the destination is a
+    directory, so a copy, move or link is taken to write both (``cp .bashrc ~`` writes
+    ``~/.bashrc``).
+    """
+    name = source.value.rstrip("/").rsplit("/", 1)[-1]
+    value = directory.value.rstrip("/") + "/" + name
+    return Word(
+        value, directory.dynamic or source.dynamic, directory.start, directory.end, value, directory.glob or source.glob
+    )
+
+
 def _destination(values: str = "", *, sources_too: bool = False) -> Writes:
-    """``cp``/``mv``/``ln``/``install``: the last operand or ``-t DIR`` (``mv`` also empties sources)."""
+    """``cp``/``mv``/``ln``/``install``: the last operand or ``-t DIR``, and each source's
+    name inside it (``mv`` also empties sources)."""
     takes = frozenset(values.split())
 
     def writes(words: Sequence[Word]) -> list[Word]:
-        operands = _operands(words, takes)
         target = _target_option(words)
         if target is not None:
-            return target + (operands if sources_too else [])
+            directory, rest = target
+            sources = _operands(rest, takes)
+            into = [_into(directory, source) for source in sources]
+            return [directory, *into, *(sources if sources_too else [])]
+        operands = _operands(words, takes)
         if len(operands) == 1 and words[0].value.endswith("ln"):
             return operands  # ``ln -s TARGET`` links TARGET's name here; checked as a whole
-        return operands if sources_too else operands[-1:]
+        sources, destination = operands[:-1], operands[-1:]
+        into = [_into(destination[0], source) for source in sources]
+        return [*destination, *into, *(sources if sources_too else [])]
 
     return writes
 
@@ -130,10 +162,11 @@ def _inline(word: Word, value: str) -> Word:
 
 
 WRITERS: dict[str, Writes] = {
-    "tee": _all("--output-error"),
-    "cp": _destination("-S --suffix --backup"),
-    "mv": _destination("-S --suffix --backup", sources_too=True),
-    "ln": _destination("-S --suffix --backup"),
+    # ``--backup[=CONTROL]`` and ``--output-error[=MODE]`` take a value only after ``=``.
+    "tee": _all(),
+    "cp": _destination("-S --suffix"),
+    "mv": _destination("-S --suffix", sources_too=True),
+    "ln": _destination("-S --suffix"),
     "install": _destination("-m --mode -o --owner -g --group -S --suffix"),
     "dd": _dd,
     "sed": _sed,

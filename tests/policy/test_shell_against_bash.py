@@ -324,6 +324,9 @@ class BashOracleTests:
             "cat $HOME//.ssh/id",
             "echo `#` && cat ~/.ssh/id",
             "cat README.md `#` ~/.ssh/id",
+            # a group holding ``${HOME}``
+            "{cat,${HOME}/.ssh/id}",
+            "''{cat,${HOME}/.ssh/id}",
         ],
     )
     def test_these_lines_read_under_a_read_deny_rule(self, bash: Path, line: str) -> None:

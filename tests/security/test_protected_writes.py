@@ -45,6 +45,9 @@ WRITERS = [
     "chmod +x {p}",
     "timeout 5 cp a {p}",
     "true && echo x > {p}",
+    # ``--backup[=CONTROL]`` and ``--output-error[=MODE]`` take no next word
+    "cp --backup a {p}",
+    "tee --output-error {p}",
 ]
 PROTECTED = [
     ".git/config",
@@ -165,6 +168,65 @@ class ProtectedWriteCorpusTests:
     ) -> None:
         command = writer.format(p=path)
         assert bash(command, mode, WHOLE_TOOL if whole_tool else None) in ("ask", "deny"), command
+
+
+# (source, directory) pairs whose copy into the directory lands on a protected path.
+INTO_PROTECTED = [
+    (".bashrc", "~"),
+    ("src/.bashrc", "~/"),
+    (".zshrc", "$HOME"),
+    ("config", ".git"),
+    ("hooks/pre-commit", ".git/hooks/"),
+    ("settings.json", "./.claude"),
+    ("tasks.json", ".vscode"),
+]
+# Every spelling of "into this directory" cp, mv, ln and install have.
+INTO = [
+    "cp {s} {d}",
+    "cp README.md {s} {d}",
+    "cp -b {s} {d}",
+    "cp --backup {s} {d}",
+    "cp -t {d} {s}",
+    "cp {s} -t {d}",
+    "cp -t{d} {s}",
+    "cp --target-directory {d} {s}",
+    "cp --target-directory={d} {s}",
+    "cp --target {d} {s}",
+    "cp --ta={d} {s}",
+    "mv {s} {d}",
+    "mv -t {d} {s}",
+    "ln -sf {s} {d}",
+    "install -m 644 {s} {d}",
+]
+
+
+class CopyIntoADirectoryTests:
+    """``cp .bashrc ~`` writes ``~/.bashrc``: the server cannot see whether the destination
+    is a directory, so a copy, move, link or install writes both names."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        pair=st.sampled_from(INTO_PROTECTED),
+        writer=st.sampled_from(INTO),
+        mode=st.sampled_from(MODES),
+        whole_tool=st.booleans(),
+    )
+    def test_it_never_allows_a_copy_into_a_directory_that_lands_on_a_protected_path(
+        self, pair: tuple[str, str], writer: str, mode: str, whole_tool: bool
+    ) -> None:
+        source, directory = pair
+        command = writer.format(s=source, d=directory)
+        assert bash(command, mode, WHOLE_TOOL if whole_tool else None) in ("ask", "deny"), command
+
+    @pytest.mark.parametrize("writer", INTO)
+    def test_an_edit_deny_rule_meets_the_name_inside_the_directory(self, writer: str) -> None:
+        denied = [{"source": "policySettings", "permissions": {"deny": ["Edit(~/notes.txt)"]}}]
+        command = writer.format(s="docs/notes.txt", d="~")
+        assert bash(command, "bypassPermissions", denied) == "deny", command
+
+    def test_a_copy_inside_the_project_is_still_allowed(self) -> None:
+        assert bash("cp README.md src/", mode="acceptEdits") == "allow"
+        assert bash("cp -t src README.md", mode="acceptEdits") == "allow"
 
 
 # (directory change, relative target) pairs that land in a protected path.
