@@ -520,7 +520,6 @@ _UNESCAPED_BACKTICK = re.compile(rb"(?<!\\)`")
 # kept as text (``${x:-`curl x`}``), ``@P`` (the value expanded as a prompt is, ``$(…)``
 # included), and an index or offset read as arithmetic (``${a[i]}``, ``${x:n}``), which
 # evaluates a variable's value as an expression, ``a[$(curl x)]`` included.
-_EXPANSION_SUBSTITUTION = re.compile(rb"`|\$\(|[<>]\(")
 _PROMPT_TRANSFORM = re.compile(r"@P\}$")
 _SUBSCRIPT = re.compile(r"\$\{[!#]?[A-Za-z_][A-Za-z0-9_]*\[([^\]]*)\]")
 _PLAIN_INDEX = re.compile(r"\s*(?:[0-9]+|@|\*)\s*")
@@ -534,11 +533,10 @@ def _visit_expansion(node: Node, data: bytes, walk: Walk, depth: int) -> None:
         if child.type in ("command_substitution", "process_substitution", "expansion", "simple_expansion"):
             continue
         text = data[child.start_byte : child.end_byte]
-        if _EXPANSION_SUBSTITUTION.search(text):
+        if _CODE_IN_WORD.search(text):
             walk.substitution = True
             walk.block("it contains command or process substitution")
-            # Each piece between backticks or parentheses as a line: deny rules see ``curl x``.
-            _reread(re.sub(rb"[`()]|\$\(|[<>]\(", b"\n", text), walk, depth)
+            _reread_code_in(text, walk, depth)
     raw = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
     if _PROMPT_TRANSFORM.search(raw):
         walk.block("it expands a value as a prompt (${…@P}), which runs the substitutions in it")
@@ -610,8 +608,8 @@ def _hand_down_heredocs(statement: Node, walk: Walk) -> None:
 # A substitution in a quoted word that bash evaluates later: an index (``a[$(…)]``) that
 # ``let``, ``declare``, ``printf -v``, ``read``, ``test -v`` or arithmetic reads, a value
 # assigned now and evaluated later (``$((x))``, ``${x@P}``).
-_CODE_IN_WORD = re.compile(rb"`|\$\(")
-_CODE_MARKERS = re.compile(rb"[`()\[\]'\"]|\$\(")
+_CODE_IN_WORD = re.compile(rb"`|\$\(|[<>]\(")
+_CODE_MARKERS = re.compile(rb"[`()\[\]'\"]|\$\(|[<>]\(")
 
 
 def _reread_code_in(text: bytes, walk: Walk, depth: int) -> None:
