@@ -3,11 +3,13 @@ approvers) and without it (for viewers). Each variant must be the card as render
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import jinja2
 import pytest
 from django.template import engines
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,7 +40,12 @@ def asked(agent: Any, tool_name: str, tool_input: dict[str, Any]) -> PermissionR
     call = {"tool_name": tool_name, "tool_input": tool_input, "session_id": "s1", "cwd": "/tmp/proj"}
     result = services.request_submit(agent=agent, call=call)
     assert result.decision is None, f"the engine must ask for {tool_name} {tool_input}"
-    return result.request
+    # A deadline days off: the card's "4 min 59 s left" changes every second, and two
+    # renders compared here must not fall on either side of one.
+    request = result.request
+    PermissionRequest.objects.filter(pk=request.pk).update(deadline_at=timezone.now() + timedelta(days=30))
+    request.refresh_from_db()
+    return request
 
 
 def assert_variants_are_whole_renders(request: PermissionRequest) -> tuple[str, str]:
