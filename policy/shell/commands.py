@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import re
@@ -215,6 +216,8 @@ class Walk:
     rereads: int = REREADS
     # Brace expansions the parser took for groups, still to be added as commands.
     glued_braces: int = GLUED_BRACES
+    # The line being walked and where its unescaped backticks are (``_backticks``).
+    backticks: tuple[bytes, list[int]] | None = None
 
     def block(self, reason: str) -> None:
         if reason not in self.blockers:
@@ -466,9 +469,14 @@ def _triples(nodes: list[Node]) -> Iterable[tuple[Node | None, Node, Node]]:
     return zip([None, *nodes[:-2]], nodes[:-1], nodes[1:], strict=True)
 
 
+def _may_reread(size: int, walk: Walk, depth: int) -> bool:
+    """Whether the re-read budget still has room for ``size`` bytes one level deeper."""
+    return depth < MAX_DEPTH and size <= walk.reread_bytes and walk.rereads > 0
+
+
 def _reread(text: bytes, walk: Walk, depth: int) -> None:
     """Parse ``text``, a part the parser misread, as a line of its own, within the budget."""
-    if depth >= MAX_DEPTH or len(text) > walk.reread_bytes or walk.rereads <= 0:
+    if not _may_reread(len(text), walk, depth):
         return
     walk.reread_bytes -= len(text)
     walk.rereads -= 1
@@ -511,8 +519,18 @@ def _visit_comment_in_backticks(node: Node, data: bytes, walk: Walk, depth: int)
     ~/.ssh/id`` reads ``~/.ssh/id``), so deny and ask rules see what follows.
     """
     closing = data.find(b"`", node.start_byte, node.end_byte)
-    if closing != -1 and len(_UNESCAPED_BACKTICK.findall(data[: node.start_byte])) % 2 == 1:
+    if closing == -1 or not _may_reread(len(data) - (closing - node.start_byte) + 1, walk, depth):
+        return  # checked first: building the line for each of thousands of comments took seconds
+    if bisect.bisect_left(_backticks(data, walk), node.start_byte) % 2 == 1:
         _reread(data[: node.start_byte] + b":" + data[closing:], walk, depth)
+
+
+def _backticks(data: bytes, walk: Walk) -> list[int]:
+    """Where ``data``'s unescaped backticks are, found once per line: counting them before
+    each comment made a line of thousands of commented backticks take seconds."""
+    if walk.backticks is None or walk.backticks[0] is not data:
+        walk.backticks = (data, [match.start() for match in _UNESCAPED_BACKTICK.finditer(data)])
+    return walk.backticks[1]
 
 
 _UNESCAPED_BACKTICK = re.compile(rb"(?<!\\)`")
