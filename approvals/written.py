@@ -19,12 +19,11 @@ database engine from the models' own `_meta`, so they follow a migration unedite
   (`Field.pre_save`, then `get_db_prep_save`), and the instance ends as
   `save(force_insert=True)` leaves it (its id set, no longer adding).
 - `run_together`: statements that follow one another, sent in one round trip where the
-  database allows, each kept prepared: the chain's lock, the audit row, its search text
-  and the request naming it; a person's decision's request and role; the cards pushed to
-  the dashboards; what the pending cards say "since last allowed".
-- `bound_cursor`: a cursor for one statement, which PostgreSQL keeps prepared once a
-  connection has run it a few times (the token's read, a submit's context, each statement
-  `run_together` sends): the server then skips its parse and plan.
+  database allows, each kept prepared once a connection has sent it a few times (the
+  server then skips its parse and plan): the chain's lock, the audit row, its search
+  text and the request naming it; a person's decision's request and role; the cards
+  pushed to the dashboards; what the pending cards say "since last allowed"; and the
+  reads sent alone (the token's agent, a submit's context).
 - `message_transaction`: a transaction that is one `run_together`, its BEGIN and COMMIT
   in the same round trip on PostgreSQL (a call decided at submit, an ask's insert, a
   person's decision).
@@ -172,10 +171,7 @@ class JoinedRead(Generic[M]):
         return list(self._instances(self._statement(), rows))
 
     def _read(self, statement: _Statement, sql: str, params: Sequence[Any]) -> Iterator[M]:
-        with bound_cursor() as cursor:
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
-        return self._instances(statement, rows)
+        return self._instances(statement, run_together([(sql, params)])[0])
 
     def _instances(self, statement: _Statement, fetched: list[tuple[Any, ...]]) -> Iterator[M]:
         rows: Iterator[Any] = iter(fetched)
@@ -342,24 +338,26 @@ def column(model: type[Model], name: str) -> str:
 def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
     """Run `statements` in order in this connection's transaction; each one's rows ([] for none).
 
-    - PostgreSQL (`gatehouse.postgresql`'s `run_pipeline`): one round trip, as a pipeline
-      of statements each on a `bound_cursor`, so each is prepared once the connection has
-      run it a few times. Each statement runs on a snapshot of its own, taken when it
-      starts, as if sent alone; the first that fails stops the rest and raises. With
-      autocommit on, they go between a BEGIN and a COMMIT in the same round trip: one
-      transaction, all or none (`message_transaction`); in a transaction already open, in
-      that one.
+    - PostgreSQL (`gatehouse.postgresql`'s `run_pipeline`): one round trip, the
+      statements queued with libpq and sent in one write, each kept prepared once the
+      connection has sent its text a few times (settings: `DB_PREPARED`), so the server
+      no longer parses and plans it. Each statement runs on a snapshot of its own, taken
+      when it starts, as if sent alone; the first that fails stops the rest and raises.
+      Several, with autocommit on, go between a BEGIN and a COMMIT in the same round
+      trip: one transaction, all or none (`message_transaction`); in a transaction
+      already open, in that one. One statement alone is this too: the reads every call
+      makes (the token's agent, a submit's context) are kept prepared so.
     - Before, several statements went as one message of client-bound text, which
-      PostgreSQL parsed and planned on every call: an ask's card, three reads, cost 1.0 ms
-      of its CPU against 0.2 ms prepared, an auto-decided call's audit row 0.3 ms more of
-      it. Sending each statement costs the client about 40 µs more (docs/PERFORMANCE.md,
-      twenty-first and twenty-second passes).
+      PostgreSQL parsed and planned on every call (an ask's card, three reads, cost 1.0
+      ms of its CPU against 0.2 ms prepared), then as psycopg's pipeline, which wrote to
+      the socket after every statement (docs/PERFORMANCE.md, twenty-first, twenty-second
+      and twenty-fifth passes).
     - Other engines (SQLite, in process: no round trips to save) run them one by one.
     """
     if not statements:
         return []
     pipeline = getattr(connections[DEFAULT_DB_ALIAS], "run_pipeline", None)
-    if len(statements) > 1 and pipeline is not None:
+    if pipeline is not None:
         _SENDING.message = message = object()
         try:
             return pipeline(statements)
@@ -367,7 +365,7 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]
             if _SENDING.message is message:
                 _SENDING.message = None
     results: list[list[tuple[Any, ...]]] = []
-    with bound_cursor() as cursor:
+    with connection.cursor() as cursor:
         for sql, params in statements:
             cursor.execute(sql, params)
             results.append(cursor.fetchall() if cursor.description is not None else [])
@@ -379,20 +377,6 @@ class _Sending(threading.local):
 
 
 _SENDING = _Sending()
-
-
-def bound_cursor() -> Any:
-    """A cursor for statements sent one at a time, each of whose plans PostgreSQL may keep.
-
-    - PostgreSQL (`gatehouse.postgresql`): the parameters are bound server-side, so psycopg
-      prepares a statement once the connection has run it `prepare_threshold` times
-      (settings: `DB_PREPARED`) and the server no longer parses and plans it on every
-      call. The statement must be one, and its placeholders where a value may stand.
-    - Other engines: `connection.cursor()`.
-    """
-    db = connections[DEFAULT_DB_ALIAS]
-    bound = getattr(db, "bound_cursor", None)
-    return bound() if bound is not None else db.cursor()
 
 
 @contextlib.contextmanager

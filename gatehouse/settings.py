@@ -158,7 +158,7 @@ DB_LOCK_TIMEOUT = env_int("DB_LOCK_TIMEOUT", 20)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {})["options"] = f"-c lock_timeout={DB_LOCK_TIMEOUT * 1000}"
     # The statements of fixed text on every call's path are kept prepared on each
-    # connection once it has run them this many times (gatehouse.postgresql.bound_cursor);
+    # connection once it has sent them this many times (gatehouse.postgresql.batch);
     # DB_PREPARED=0 for a pooler in front of PostgreSQL that cannot keep them (PgBouncer in
     # transaction mode before 1.21, or without max_prepared_statements).
     DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 5 if env_bool("DB_PREPARED", True) else None

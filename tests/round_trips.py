@@ -9,34 +9,30 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.db import connection
-from psycopg.pq import PipelineStatus, Trace
+from psycopg.pq import Trace
 
 
 @contextlib.contextmanager
 def round_trips() -> Iterator[list[list[str]]]:
     """Yield the list the statements sent in the block go into, one list per round trip.
 
-    - A statement executed while the connection is in psycopg's pipeline mode joins the
-      one before it when that one was in the same pipeline (`approvals.written.read_together`
-      sends its reads so, and reads their results only once all are sent).
-    - Any other statement is a round trip of its own; a message of several statements
-      (`run_together`) is one statement here.
+    - A statement queued for a batch (`run_together` on PostgreSQL, which sends its
+      statements together and reads their results once all are sent) joins the one
+      before it when that one was queued for the same batch.
+    - Any other statement is a round trip of its own.
     """
     trips: list[list[str]] = []
-    last: object = None  # the pipeline the statement before was sent in, if any
+    last: object = None  # the batch the statement before was queued for, if any
 
     def record(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
         nonlocal last
-        raw = context["connection"].connection
-        pgconn = getattr(raw, "pgconn", None)
-        pipeline = None
-        if pgconn is not None and pgconn.pipeline_status != PipelineStatus.OFF:
-            pipeline = raw._pipeline  # psycopg's own, for as long as the pipeline lasts
-        if pipeline is not None and pipeline is last:
+        queue = getattr(context["cursor"], "cursor", None)
+        batch = queue if hasattr(queue, "statements") else None  # gatehouse.postgresql's _Queue
+        if batch is not None and batch is last:
             trips[-1].append(sql)
         else:
             trips.append([sql])
-        last = pipeline
+        last = batch
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(record):
@@ -51,8 +47,8 @@ def protocol() -> Iterator[list[list[str]]]:
     - A round trip ends where the server says it is ready for the next (`ReadyForQuery`),
       after a Sync or a simple query. A statement is each one executed, by its text: that
       of the statement it binds (prepared earlier in the block or just now), or
-      `<_pg3_N>` for one prepared before the block. Those psycopg sends of its own (a
-      BEGIN, a COMMIT) are among them.
+      `<_pg3_N>` (psycopg's) or `<gh_N>` (a batch's) for one prepared before the block.
+      The BEGIN and COMMIT psycopg or a batch sends of its own are among them.
     """
     connection.ensure_connection()
     pgconn = connection.connection.pgconn

@@ -22,7 +22,7 @@ from approvals.models import (
     Team,
     TeamSettings,
 )
-from approvals.written import JoinedRead, bound_cursor, column, table
+from approvals.written import JoinedRead, column, run_together, table
 
 _AGENT_BY_TOKEN = JoinedRead(Agent, relations=("team",), match=("token_hash",), also="t0.revoked_at IS NULL")
 # The digest is unique: the token's expiry is checked on the one row it names.
@@ -44,10 +44,8 @@ def personal_token_by_hash(digest: str) -> PersonalToken | None:
 
 def membership_role(user_id: int, team_id: int) -> str | None:
     """A person's role in a team as their membership says; None without one (`permissions.role_in` asks)."""
-    with bound_cursor() as cursor:
-        cursor.execute(_role_sql(connection.vendor), [user_id, team_id])
-        row = cursor.fetchone()
-    return row[0] if row is not None else None
+    [rows] = run_together([(_role_sql(connection.vendor), [user_id, team_id])])
+    return rows[0][0] if rows else None
 
 
 # A membership is unique per person and team: one row or none.

@@ -24,7 +24,7 @@ from approvals.models import (
     RequestState,
     TeamSettings,
 )
-from approvals.written import JoinedRead, ModelColumns, Statement, bound_cursor, column, run_together, table
+from approvals.written import JoinedRead, ModelColumns, Statement, column, run_together, table
 from policy import grants
 
 
@@ -77,9 +77,8 @@ def submit_context(*, agent: Agent, tool_use_id: str, session_id: str, pending_l
     ]
     # The settings' columns become a TeamSettings (through the database's converters); the
     # others come back as the database sends them.
-    with bound_cursor() as cursor:
-        cursor.execute(_submit_context_sql(connection.vendor, bool(session_id)), params)
-        [(settings, (replayed, denial_state, paused, rules_version, pending))] = _SETTINGS.rows(cursor.fetchall())
+    [rows] = run_together([(_submit_context_sql(connection.vendor, bool(session_id)), params)])
+    [(settings, (replayed, denial_state, paused, rules_version, pending))] = _SETTINGS.rows(rows)
     if isinstance(denial_state, str):  # JSON comes back as text on both databases
         denial_state = json.loads(denial_state)
     return SubmitContext(

@@ -42,7 +42,7 @@ from approvals.services.outcomes import (
 )
 from approvals.services.rules import rule_create
 from approvals.services.votes import approvers_so_far, request_vote
-from approvals.written import Statement, bound_cursor, column, message_transaction, table
+from approvals.written import Statement, column, message_transaction, table
 
 log = logging.getLogger(__name__)
 
@@ -283,7 +283,7 @@ def _fence_statement(
 
 def _moved(statement: Statement) -> bool:
     """Run the fence alone; whether it moved the request."""
-    with bound_cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(*statement)
         return cursor.rowcount == 1
 

@@ -21,27 +21,26 @@ Django's cursors bind parameters client-side: the values are quoted into the tex
 server parses and plans every statement afresh. For the reads of fixed text that
 every call makes (the bearer token's agent, a submit's context), that was most of the
 server's work: 0.26 ms of PostgreSQL's CPU for the token's read, 0.09 ms once prepared
-(docs/PERFORMANCE.md, nineteenth pass). `bound_cursor` is Django's cursor with the
-parameters bound server-side, as `server_side_binding` would make every cursor, so psycopg
-prepares a statement the connection has run `prepare_threshold` times (settings:
-`DB_PREPARED`) and the server reuses its plan. `run_pipeline` sends several such
-statements in one round trip (`approvals.written.run_together`).
+(docs/PERFORMANCE.md, nineteenth pass). `run_pipeline` sends the statements on every
+call's path (`approvals.written.run_together`), one or several, in one round trip with
+the parameters bound server-side, and keeps a statement prepared once the connection has
+sent its text `prepare_threshold` times (settings: `DB_PREPARED`), so the server reuses
+its plan (`gatehouse.postgresql.batch`). psycopg's own preparing is off.
 """
 
 from __future__ import annotations
 
 import logging
 import select
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 from django.db.backends.postgresql import base, schema
 from django.db.backends.postgresql.psycopg_any import register_tzloader
-from django.db.backends.utils import CursorWrapper
-from psycopg.pq import Format
 
-TIMESTAMPTZ_OID = psycopg.adapters.types["timestamptz"].oid
+from gatehouse.postgresql import batch
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +69,32 @@ class DatabaseSchemaEditor(schema.DatabaseSchemaEditor):
         return None
 
 
+class _Queue:
+    """A cursor for Django's wrappers to call: it converts what it is given to execute and
+    keeps it for `run_pipeline` to send with the rest."""
+
+    def __init__(self, context: batch.Context) -> None:
+        self.context = context
+        self.dumper = context.transformer()
+        self.statements: list[batch.Statement] = []
+        self._query: batch.Statement | None = None  # Django's query log reads its `query`
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        self._query = batch.convert(self.dumper, sql, params)
+        self.statements.append(self._query)
+
+    def close(self) -> None:
+        pass
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     SchemaEditorClass = DatabaseSchemaEditor
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._batch_contexts: weakref.WeakKeyDictionary[psycopg.Connection[Any], batch.Context] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
         connection = super().get_new_connection(conn_params)
@@ -88,67 +111,67 @@ class DatabaseWrapper(base.DatabaseWrapper):
             connection = super().get_new_connection(conn_params)
         return connection
 
-    def bound_cursor(self) -> CursorWrapper:
-        """Django's cursor, but binding its parameters server-side: one statement per
-        `execute`, which psycopg prepares once the connection has run it `prepare_threshold`
-        times. The same execute wrappers, error translation and time zone as `cursor()`."""
-        self.close_if_health_check_failed()
-        self.ensure_connection()
-        with self.wrap_database_errors:
-            cursor = base.ServerBindingCursor(self.connection)  # type: ignore[attr-defined]  # psycopg 3's; not in django-stubs
-            # As Django's `create_cursor`: the cursor reads dates in the connection's zone.
-            loader: Any = self.connection.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT)
-            if self.timezone != loader.timezone:
-                register_tzloader(self.timezone, cursor)
-            return self._prepare_cursor(cursor)  # type: ignore[attr-defined]  # not in django-stubs
+    @property
+    def prepare_after(self) -> int | None:
+        """How many times a connection sends a statement's text before it keeps it prepared
+        (settings: `DB_PREPARED`); None: never."""
+        return self.settings_dict["OPTIONS"].get("prepare_threshold")
+
+    def get_connection_params(self) -> dict[str, Any]:
+        params: dict[str, Any] = super().get_connection_params()
+        # psycopg prepares nothing of its own: after any rollback it would send DEALLOCATE
+        # ALL, which drops the batches' prepared statements too (`batch`, `prepare_after`).
+        params["prepare_threshold"] = None
+        return params
 
     def run_pipeline(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
-        """Run these statements in one round trip, in psycopg's pipeline mode; each one's rows.
+        """Run these statements in one round trip (`gatehouse.postgresql.batch`); each one's rows.
 
-        - Each goes on a `bound_cursor`: Django's execute wrappers see it, and psycopg
-          prepares it once the connection has run it `prepare_threshold` times.
-        - With autocommit on, they go between a BEGIN and a COMMIT of their own, in the
-          same round trip. Without them the Sync would end their transaction, and when a
-          statement fails before it is sent (a parameter psycopg cannot send), psycopg
-          still sends the Sync as it leaves the pipeline: the ones already sent would
-          commit. With them, nothing commits unless the COMMIT, sent last, is reached.
-        - The results are read once the pipeline is left, whose exit sends the one Sync.
+        - Each goes through Django's cursor wrappers as it is queued (the execute
+          wrappers, the query log, error translation), is converted there and its
+          parameters dumped: one psycopg cannot send raises before anything is sent.
+        - Several, with autocommit on, go between a BEGIN and a COMMIT of their own, in
+          the same round trip: nothing commits unless the COMMIT, sent last, is reached.
+        - All are sent with one flush and their answers read once the server has all; a
+          text sent `prepare_after` times is kept prepared.
         """
-        cursors = [self.bound_cursor() for _ in statements]
+        self.close_if_health_check_failed()
+        self.ensure_connection()
         raw = self.connection
-        ends = raw.cursor() if self.get_autocommit() else None  # psycopg's own, never prepared
+        queue = _Queue(self._batch_context(raw))
+        wrapper = self._prepare_cursor(queue)  # type: ignore[attr-defined]  # not in django-stubs
+        own = len(statements) > 1 and self.get_autocommit()
+        if own:
+            queue.statements.append(batch.convert(queue.dumper, "BEGIN", None, keep=False))
+        for sql, params in statements:
+            wrapper.execute(sql, params)
+        if own:
+            queue.statements.append(batch.convert(queue.dumper, "COMMIT", None, keep=False))
         try:
             with self.wrap_database_errors:
-                with raw.pipeline():
-                    if ends is not None:
-                        ends.execute("BEGIN", prepare=False)
-                    for cursor, (sql, params) in zip(cursors, statements, strict=True):
-                        cursor.execute(sql, params)
-                    if ends is not None:
-                        ends.execute("COMMIT", prepare=False)
-                return [cursor.fetchall() if cursor.description is not None else [] for cursor in cursors]
+                rows = batch.run(raw, queue.statements, queue.context.transformer(), self.prepare_after)
         except BaseException:
-            self._abandon_pipeline(own=ends is not None)
+            self._abandon_pipeline(own=own)
             raise
-        finally:
-            for cursor in cursors:
-                cursor.close()
-            if ends is not None:
-                ends.close()
+        return rows[1:-1] if own else rows
+
+    def _batch_context(self, raw: psycopg.Connection[Any]) -> batch.Context:
+        """The adapters a batch on `raw` uses: its own, with the loader of this zone."""
+        context = self._batch_contexts.get(raw)
+        if context is None or context.timezone != self.timezone:
+            context = batch.Context(raw, self.timezone)
+            register_tzloader(self.timezone, context)
+            self._batch_contexts[raw] = context
+        return context
 
     def _abandon_pipeline(self, *, own: bool) -> None:
-        """After a pipeline failed: its own transaction rolled back (psycopg's `rollback()`).
+        """After a batch failed: its own transaction rolled back.
 
-        The rollback also clears psycopg's record of the statements it prepared on the
-        connection, as any ROLLBACK it sees does (a caller's transaction's, to a savepoint
-        or whole). That record must go: psycopg prepares a statement on the run after
-        `prepare_threshold`, with its Parse in the pipeline, and records it as prepared
-        without waiting for the Parse's result. When a statement before it fails, the server
-        skips the rest of the pipeline, that Parse too; had the record stayed, every later
-        run of the statement on that connection would fail with "prepared statement does
-        not exist" (psycopg 3.3.9; a person's decision whose fence had moved did it,
-        `tests/approvals/test_prepared_statements.py`). The statements are prepared again
-        after the threshold. A failed pipeline is rare (a lost race, a replayed call).
+        The server skips every statement after the one that failed, the COMMIT too, so
+        the transaction the batch opened is left aborted. psycopg's `rollback()` ends it
+        (the batches' prepared statements outlive it: a name is kept once the server has
+        answered its Parse). Inside a caller's transaction the caller's atomic
+        block rolls back. A failed batch is rare (a lost race, a replayed call).
         """
         raw = self.connection
         if not own or raw is None or raw.closed:
