@@ -30,7 +30,8 @@ BOTTLENECK = (
     "decision's path is the token, the request, the role and one message, the fence in it and "
     "the message its own transaction (since 2026-12-06's thirteenth pass; psycopg's BEGIN, the "
     "fence, the message and the commit before; a pipeline of prepared statements since "
-    "2026-12-07's twenty-second pass), then its doorbell, which the loop rings before the "
+    "2026-12-07's twenty-second pass, sent in one write since the twenty-fifth), then its "
+    "doorbell, which the loop rings before the "
     "request's thread goes on (same pass) and the process's own agent socket hears as the "
     "loop rings it, before any publish"
 )
