@@ -18,6 +18,11 @@ What psycopg's cursors did for them is kept:
   server has answered the `Parse`: a batch that failed before it leaves nothing recorded
   that the server skipped. At most `prepared_max` names per connection; past that,
   statements go unnamed. `DB_PREPARED=0` (a pooler that cannot keep them) prepares none.
+  psycopg's own preparing is off (`DatabaseWrapper.get_connection_params`): after any
+  rollback it sends `DEALLOCATE ALL`, which would drop these names too.
+- **A transaction where psycopg would open one**: outside autocommit, psycopg sends a
+  BEGIN before a connection's first statement; the batch puts the same BEGIN at the head
+  of its write.
 - **Errors** come back as psycopg's exception for the first statement that failed; the
   ones after it are skipped by the server, as in any pipeline.
 """
