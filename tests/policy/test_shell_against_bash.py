@@ -17,9 +17,14 @@ home). The stubs run nothing else, so the lines run harmlessly.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import shutil
+import signal
 import subprocess
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -118,23 +123,59 @@ def bash(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def ran(root: Path, line: str) -> list[str]:
-    """Every stub bash ran for ``line``, as ``name arguments``, with the stubs exiting 0 and then 1."""
-    log = root / "log"
+    """Every stub bash ran for ``line``, as ``name arguments``, with the stubs exiting 0 and then 1.
+
+    Each run logs to a file of its own, read once what the line left running in the
+    background (its process group) has ended: a job a line put behind ``&`` wrote into
+    the next line's log after bash had exited."""
     commands: list[str] = []
     for status in ("0", "1"):
-        log.unlink(missing_ok=True)
-        subprocess.run(
+        log = root / f"log-{uuid.uuid4().hex}"
+        process = subprocess.Popen(
             [BASH, "-c", line],
             cwd=root / "project",
             env={"PATH": str(root / "bin"), "LOG": str(log), "STATUS": status, "HOME": HOME},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            timeout=30,
-            check=False,
+            start_new_session=True,
         )
+        try:
+            process.wait(timeout=30)
+            _wait_for_group(process.pid, timeout=30)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
         commands += log.read_text().splitlines() if log.exists() else []
     return commands
+
+
+def _wait_for_group(group: int, timeout: float) -> None:
+    """Return once no process of ``group`` is left (each waited for as it exits); raise past ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while members := [
+        int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit() and _process_group(entry) == group
+    ]:
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError):
+                handle = os.pidfd_open(pid)
+                try:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not select.select([handle], [], [], left)[0]:
+                        raise TimeoutError(f"process {pid} of the line's group still runs")
+                finally:
+                    os.close(handle)
+
+
+def _process_group(entry: Path) -> int | None:
+    """A running process's group; None for one that has ended (a zombie) or is gone."""
+    try:
+        # The fields after the parenthesised name: the state, the parent, the group.
+        state, _, group = (entry / "stat").read_text().rpartition(")")[2].split()[:3]
+    except (OSError, ValueError):
+        return None
+    return None if state in ("Z", "X") else int(group)
 
 
 def not_reads(commands: list[str]) -> list[str]:
