@@ -442,6 +442,14 @@ _ONE_GROUP = re.compile(r"\{([^{}]*,[^{}]*)\}")
 _BRACE_GROUP = re.compile(r"(?<!\$)\{[^{}]*(,|\.\.)[^{}]*\}")
 
 
+def _expanded(word: Word) -> list[str]:
+    """The words bash makes of ``word``: its brace group's (``_brace_words``), or itself."""
+    if not word.dynamic:
+        return [word.value]
+    plain = plain_home(word.value)
+    return _brace_words(plain) if _BRACE_GROUP.search(plain) else [word.value]
+
+
 def _brace_words(text: str) -> list[str]:
     """The words bash makes of ``{cat,~/.ssh/id}`` (``cat``, ``~/.ssh/id``).
 
@@ -760,11 +768,7 @@ def _add_command(
     words = [
         Word(value, True, word.start, word.end, value) if value is not word.value else word
         for word in words
-        for value in (
-            _brace_words(plain_home(word.value))
-            if word.dynamic and _BRACE_GROUP.search(plain_home(word.value))
-            else [word.value]
-        )
+        for value in _expanded(word)
     ]
     unwrapped = strip_wrappers(words)
     real, wrappers, env_assignments = unwrapped.words, unwrapped.wrappers, unwrapped.assignments
