@@ -10,12 +10,13 @@ store means the database fence alone decides, no announcers means nobody is told
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from approvals.models import Decision, PermissionRequest
+    from approvals.written import Statement
 
 
 class Claim(Protocol):
@@ -51,18 +52,32 @@ class Announcer(Protocol):
     def request_finished(self, request: PermissionRequest, decision: Decision) -> None: ...
 
 
+class CardRead(Protocol):
+    """An ask's card for this process's dashboards, read in the ask's own message."""
+
+    # To send after the ask's insert, in the same `run_together` (its own message).
+    statements: list[Statement]
+
+    def committed(self, rows: Sequence[list[tuple[Any, ...]]]) -> Callable[[], None] | None:
+        """Call in the committing thread before ringing `request.created`, with the rows
+        `statements` returned: the render for the sockets to take (run it after the
+        doorbell; it never raises); None when they can no longer take it."""
+        ...
+
+
 class CardReader(Protocol):
-    """The cards of this process's dashboards, read where a request was committed.
+    """The cards of this process's dashboards, read where a request is committed.
 
     An ask's card is read by every process with a dashboard of its team open. The process
-    that committed the ask reads it in the committing thread, right after its doorbell,
-    instead of on a worker thread once the doorbell has reached its sockets.
+    that commits the ask reads it in the ask's own message and renders it in the
+    committing thread, right after its doorbell, instead of on a worker thread once the
+    doorbell has reached its sockets.
     """
 
-    def read_here(self, request_id: uuid.UUID, team_id: int) -> Callable[[], None] | None:
-        """Call in the committing thread before ringing `request.created`: when a socket of
-        this process shows the team's cards, the read for them to take (run it after the
-        doorbell; it never raises); None when no such socket is open here."""
+    def read_here(self, request_id: uuid.UUID, team_id: int) -> CardRead | None:
+        """Call in the thread about to insert an ask: when a socket of this process shows
+        the team's cards, the read of its card to send with the insert; None when no such
+        socket is open here."""
         ...
 
 

@@ -21,8 +21,8 @@ database engine from the models' own `_meta`, so they follow a migration unedite
 - `run_together`: statements that follow one another, sent in one round trip where the
   database allows, each kept prepared once a connection has sent it a few times (the
   server then skips its parse and plan): the chain's lock, the audit row, its search
-  text and the request naming it; a person's decision's request and role; the cards
-  pushed to the dashboards; what the pending cards say "since last allowed"; and the
+  text and the request naming it; an ask's insert and its card; a person's decision's
+  request and role; the cards pushed to the dashboards; what the pending cards say "since last allowed"; and the
   reads sent alone (the token's agent, a submit's context).
 - `message_transaction`: a transaction that is one `run_together`, its BEGIN and COMMIT
   in the same round trip on PostgreSQL (a call decided at submit, an ask's insert, a
@@ -271,8 +271,9 @@ class WrittenInsert:
         before: Sequence[Statement] = (),
         then: Sequence[Statement] = (),
         computed: Sequence[Any] = (),
-    ) -> None:
-        """Insert `instance`, with the statements `before` and `then` it sent together (`run_together`).
+    ) -> list[list[tuple[Any, ...]]]:
+        """Insert `instance`, with the statements `before` and `then` it sent together
+        (`run_together`); the rows of each of `then`.
 
         - `computed`: the parameters of the computed fields' expressions, in their order.
         """
@@ -285,12 +286,14 @@ class WrittenInsert:
                 cursor.execute(sql, params)
                 new_id = connection.ops.last_insert_id(cursor, self.model._meta.db_table, auto.column)
             setattr(instance, auto.attname, new_id)
-            run_together(then)
+            after = run_together(then)
         else:
-            row = run_together([*before, (sql, [*params, *computed]), *then])[len(before)]
+            results = run_together([*before, (sql, [*params, *computed]), *then])
+            row, after = results[len(before)], results[len(before) + 1 :]
             for field, value in zip(returned, row[0] if returned else (), strict=True):
                 setattr(instance, field.attname, value)
         self.inserted(instance)
+        return after
 
     def statement(self, instance: Model, *, computed: Sequence[Any] = ()) -> Statement:
         """The insert of `instance` as a statement to send with others (`insert`'s `before`

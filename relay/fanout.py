@@ -16,9 +16,10 @@ work and take the variant their user's role allows, as a frame JSON-encoded once
 variant. The cards of calls decided at submit, handed over once per tick, are read in
 one such call per tick, all of them in two statements sent together; only the newest
 few, as many as the page's "Recently decided" list keeps (`shown_of`). An ask committed
-in this process is read by the thread that committed it, right after its doorbell
-(`read_here`): its sockets wait for that read instead of crossing to a worker thread
-once the doorbell reaches them.
+in this process is read in the ask's own message, its statements after the insert
+(`read_here`), and rendered by the thread that committed it, right after its doorbell:
+its sockets wait for that card instead of crossing to a worker thread once the doorbell
+reaches them.
 
 Who sees what is decided as before, per socket and from the database at event time:
 the memberships are read with the card, so a person removed from the team gets nothing
@@ -37,7 +38,7 @@ import math
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,7 @@ from channels.db import database_sync_to_async
 from approvals import events, permissions, selectors, teambus
 from approvals.cards import render_card_as, render_pending_card_variants
 from approvals.models import PermissionRequest, RequestState, Role
+from approvals.written import Statement
 from relay import selectors as relay_selectors
 
 log = logging.getLogger(__name__)
@@ -90,7 +92,15 @@ def load_cards(
       memberships; and one for each of the `asked` ids (announced by an `ASKED_EVENTS`
       event): what its pending card says "since last allowed" about.
     """
-    requests, teams = relay_selectors.requests_for_cards(request_ids, asked=asked)
+    return render_cards(request_ids, *relay_selectors.requests_for_cards(request_ids, asked=asked))
+
+
+def render_cards(
+    request_ids: Collection[uuid.UUID],
+    requests: Mapping[uuid.UUID, PermissionRequest],
+    teams: Mapping[int, dict[int, str]],
+) -> dict[uuid.UUID, PushedCard | None]:
+    """The cards of `request_ids` from what `relay.selectors.requests_for_cards` read."""
     cards: dict[uuid.UUID, PushedCard | None] = dict.fromkeys(request_ids)
     for request_id, request in requests.items():
         cards[request_id] = _render(request, teams[request.team_id])
@@ -177,31 +187,14 @@ class CardFanout:
             self._entries[key] = (now, future)
         read.add_done_callback(lambda done: _settle(done, futures, wanted))
 
-    def read_here(self, request_id: uuid.UUID, team_id: int) -> Callable[[], None] | None:
-        """The card of an ask just committed in this thread, read here for this process's
-        sockets (`approvals.extensions.CardReader`); None when none of them shows the team's cards.
-
-        - Its entry is made on the event loop before the doorbell rings there (both are
-          handed to the loop from this thread, in that order), so the sockets wait for this
-          read and start none of their own. Other processes read the card as before.
-        """
+    def read_here(self, request_id: uuid.UUID, team_id: int) -> CardHere | None:
+        """The card of an ask about to be inserted in this thread, read in the ask's own
+        message for this process's sockets (`approvals.extensions.CardReader`); None when
+        none of them shows the team's cards. Other processes read the card as before."""
         loop = GROUPS.cards_loop(events.team_group(team_id), events.ALL_TEAMS_GROUP)
         if loop is None:
             return None
-        read: concurrent.futures.Future[PushedCard | None] = concurrent.futures.Future()
-        try:
-            key = _entry_key("request.created", request_id, None)
-            loop.call_soon_threadsafe(self._expect, loop, key, read)
-        except RuntimeError:  # the loop closed under us (the process is stopping)
-            return None
-
-        def run() -> None:
-            try:
-                read.set_result(load_cards([request_id], asked=[request_id])[request_id])
-            except Exception as exc:  # the sockets see a failed read, as they would their own
-                read.set_exception(exc)
-
-        return run
+        return CardHere(self, loop, request_id, relay_selectors.cards_statements([request_id], asked=[request_id]))
 
     def _expect(
         self, loop: asyncio.AbstractEventLoop, key: tuple[Any, ...], read: concurrent.futures.Future[PushedCard | None]
@@ -232,6 +225,43 @@ class CardFanout:
             entry = self._entries.get(key)
             if entry is not None and entry[1] is future:
                 del self._entries[key]
+
+
+@dataclass
+class CardHere:
+    """An ask's card read in the ask's own message (`CardFanout.read_here`): its
+    `statements` go after the insert, in the same round trip; `committed` hands the
+    rows to this process's sockets (`approvals.extensions.CardRead`)."""
+
+    fanout: CardFanout
+    loop: asyncio.AbstractEventLoop
+    request_id: uuid.UUID
+    statements: list[Statement]
+
+    def committed(self, rows: Sequence[list[tuple[Any, ...]]]) -> Callable[[], None] | None:
+        """Call in the committing thread before ringing `request.created`.
+
+        - The card's entry is made on the event loop before the doorbell rings there
+          (both are handed to the loop from this thread, in that order), so the sockets
+          wait for this card and start no read of their own; the returned render, run
+          after the doorbell, completes it (a failure reaches the sockets as their own
+          read's would).
+        """
+        read: concurrent.futures.Future[PushedCard | None] = concurrent.futures.Future()
+        try:
+            key = _entry_key("request.created", self.request_id, None)
+            self.loop.call_soon_threadsafe(self.fanout._expect, self.loop, key, read)
+        except RuntimeError:  # the loop closed under us (the process is stopping)
+            return None
+        ids = [self.request_id]
+
+        def render() -> None:
+            try:
+                read.set_result(render_cards(ids, *relay_selectors.cards_read(ids, ids, rows))[self.request_id])
+            except Exception as exc:
+                read.set_exception(exc)
+
+        return render
 
 
 def _settle(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from django.db import connection
@@ -12,7 +12,7 @@ from django.db import connection
 from approvals import services
 from approvals.models import Agent, Membership, PermissionRequest, PersonalToken
 from approvals.selectors.requests import REQUEST_WITH_DECISION, allowed_like_statement, keep_allowed_like
-from approvals.written import column, run_together, table
+from approvals.written import Statement, column, run_together, table
 
 
 def token_is_revoked(token: str) -> bool:
@@ -57,7 +57,8 @@ def requests_for_cards(
     path of every call: statements written out once per process (`approvals.written`),
     the first returning what `select_related("agent", "team", "decision")` returns, sent
     together: one round trip on PostgreSQL. The cards of one tick's calls decided at
-    submit are read together (relay.fanout).
+    submit are read together (relay.fanout); an ask's, in the ask's own message
+    (`cards_statements`).
 
     - `asked`: the ids announced as asks (their cards are pending ones). Each one's last
       person's allow of a call like it comes in the same message, kept on the request
@@ -66,17 +67,27 @@ def requests_for_cards(
     """
     if not request_ids:
         return {}, {}
+    return cards_read(request_ids, asked, run_together(cards_statements(request_ids, asked=asked)))
+
+
+def cards_statements(request_ids: Collection[uuid.UUID], *, asked: Collection[uuid.UUID] = ()) -> list[Statement]:
+    """`requests_for_cards`'s statements, to send with others (`run_together`); read their
+    rows with `cards_read`. `request_ids` must not be empty."""
     ids = [PermissionRequest._meta.pk.get_db_prep_value(request_id, connection) for request_id in request_ids]
-    asked = [request_id for request_id in asked if request_id in request_ids]
-    found, members, *allowed = run_together(
-        [
-            _CARD.each_statement(request_ids),
-            (_roles_sql(connection.vendor, len(ids)), ids),
-            *(allowed_like_statement(request_id) for request_id in asked),
-        ]
-    )
+    return [
+        _CARD.each_statement(request_ids),
+        (_roles_sql(connection.vendor, len(ids)), ids),
+        *(allowed_like_statement(request_id) for request_id in _asked(request_ids, asked)),
+    ]
+
+
+def cards_read(
+    request_ids: Collection[uuid.UUID], asked: Collection[uuid.UUID], results: Sequence[list[tuple[Any, ...]]]
+) -> tuple[dict[uuid.UUID, PermissionRequest], dict[int, dict[int, str]]]:
+    """What `requests_for_cards` returns, from the rows of `cards_statements(request_ids, asked=asked)`."""
+    found, members, *allowed = results
     requests = {request.pk: request for request in _CARD.instances(found)}
-    for request_id, rows in zip(asked, allowed, strict=True):
+    for request_id, rows in zip(_asked(request_ids, asked), allowed, strict=True):
         if request_id in requests:
             keep_allowed_like(requests[request_id], rows)
     teams: dict[int, dict[int, str]] = {request.team_id: {} for request in requests.values()}
@@ -84,6 +95,10 @@ def requests_for_cards(
         if team_id in teams:  # not a team of a request committed between the two statements
             teams[team_id][user_id] = role
     return requests, teams
+
+
+def _asked(request_ids: Collection[uuid.UUID], asked: Collection[uuid.UUID]) -> list[uuid.UUID]:
+    return [request_id for request_id in asked if request_id in request_ids]
 
 
 @functools.lru_cache(maxsize=64)

@@ -249,7 +249,7 @@ DB_ENGINE_SUITES = (
     "tests/approvals/test_written.py",
     "tests/approvals/test_waiting.py",
     "tests/relay/test_claims.py",
-    # An ask's card read by the thread that committed it, after the one-message transaction.
+    # An ask's card read in the ask's own message, rendered by the thread that committed it.
     "tests/relay/test_gathered.py::CardReadWhereCommittedTests",
     "tests/relay/test_deadlines.py",
     "tests/relay/test_multiprocess.py",

@@ -351,11 +351,19 @@ def _store_submission(
     # (approvals.written): on PostgreSQL that message is the whole transaction, unless the
     # session's denial state is written with it.
     decision = None
+    # An ask's card, for this process's dashboards, is read in the ask's own message, after
+    # its insert: one round trip fewer before the agent hears "pending". The reads are in
+    # the ask's transaction, so one that failed would fail the ask, closed (the agent is
+    # told to send it again); they are the reads `load_cards` makes, written out once.
+    card = None
+    if verdict.behavior == "ask" and registry.cards is not None:
+        card = registry.cards.read_here(request.pk, request.team_id)
+    card_rows: list[list[tuple[Any, ...]]] = []
     with written.message_transaction(alone=not save_denials):
         if save_denials:
             _save_denial_state(agent, request.session_id, verdict.denial_state)
         if verdict.behavior == "ask":
-            _REQUEST_INSERT.insert(request)
+            card_rows = _REQUEST_INSERT.insert(request, then=card.statements if card is not None else ())
         else:
             request.state = RequestState.DECIDED
             request.decided_at = now
@@ -372,10 +380,10 @@ def _store_submission(
                 new_request=True,
             )
     # Announced once the block has committed (or, inside a caller's transaction, as that
-    # commits): the announcement reads (an ask's card), and a message transaction allows
-    # its one message only.
+    # commits): the announcers read (Web Push its browsers), and a message transaction
+    # allows its one message only.
     if decision is None:
-        events.announce_created(request)
+        events.announce_created(request, card, card_rows)
     else:
         events.announce_finished(request, decision, at_submit=True)
     return SubmitResult(request, decision, created=True)
