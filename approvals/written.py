@@ -22,8 +22,8 @@ database engine from the models' own `_meta`, so they follow a migration unedite
   database allows, each kept prepared once a connection has sent it a few times (the
   server then skips its parse and plan): the chain's lock, the audit row, its search
   text and the request naming it; an ask's insert and its card; a person's decision's
-  request and role; the cards pushed to the dashboards; what the pending cards say "since last allowed"; and the
-  reads sent alone (the token's agent, a submit's context).
+  request and role; the cards pushed to the dashboards; what the pending cards say
+  "since last allowed"; and the reads sent alone (the token's agent, a submit's context).
 - `message_transaction`: a transaction that is one `run_together`, its BEGIN and COMMIT
   in the same round trip on PostgreSQL (a call decided at submit, an ask's insert, a
   person's decision).
