@@ -11,12 +11,14 @@ SIGTERM (or SIGINT):
    doorbells they rang reach Redis, for up to `GATEHOUSE_DRAIN_SECONDS` (default 30);
 4. stop.
 
-It also bounds what one WebSocket may hold unsent: a client that never reads (while the
-server keeps pushing cards, or answering its frames) would otherwise grow the process's
-memory without end. Once a socket's unsent bytes — Twisted's write buffer, past what the
-kernel took — pass `GATEHOUSE_MAX_SOCKET_UNSENT_BYTES` (default 4 MiB) it is aborted at
-once (a clean close would queue behind the same buffer); the client reconnects and
-refetches, as after any gap.
+It sends each WebSocket frame as it is handed over, where Twisted would wait for the
+event loop's next turn (`send_now`). It also bounds what one WebSocket may hold unsent:
+a client that never reads (while the server keeps pushing cards, or answering its
+frames) would otherwise grow the process's memory without end. Once a socket's unsent
+bytes — Twisted's write buffer, past what the kernel took — pass
+`GATEHOUSE_MAX_SOCKET_UNSENT_BYTES` (default 4 MiB) it is aborted at once (a clean close
+would queue behind the same buffer); the client reconnects and refetches, as after any
+gap.
 
 Takes Daphne's own arguments: `python -m gatehouse.serve -b 127.0.0.1 -p 8001
 gatehouse.asgi:application`.
@@ -55,20 +57,48 @@ SHUTDOWN_GRACE_SECONDS = 5.0
 MAX_SOCKET_UNSENT_BYTES = int(os.environ.get("GATEHOUSE_MAX_SOCKET_UNSENT_BYTES", str(4 * 1024 * 1024)))
 
 
+def _descriptor(transport: Any) -> Any | None:
+    """The Twisted `FileDescriptor` under `transport` (wrappers such as `ProtocolWrapper`
+    and TLS walked down to it), or None when there is none."""
+    for _ in range(4):
+        if transport is None or hasattr(transport, "_tempDataLen"):
+            break
+        transport = getattr(transport, "transport", None)
+    return transport if transport is not None and hasattr(transport, "_tempDataLen") else None
+
+
 def unsent_bytes(transport: Any) -> int | None:
     """What the transport holds unsent, or None when it is not a Twisted file descriptor.
 
     - Twisted's `FileDescriptor` keeps what the kernel has not taken in `dataBuffer` (from
       `offset`) plus `_tempDataBuffer` (`_tempDataLen` bytes); it has no public getter.
-      Wrappers (`ProtocolWrapper`, TLS) are walked down to it.
     """
-    for _ in range(4):
-        if transport is None or hasattr(transport, "_tempDataLen"):
-            break
-        transport = getattr(transport, "transport", None)
-    if transport is None or not hasattr(transport, "_tempDataLen"):
+    fd = _descriptor(transport)
+    if fd is None:
         return None
-    return len(transport.dataBuffer) - int(transport.offset) + int(transport._tempDataLen)
+    return len(fd.dataBuffer) - int(fd.offset) + int(fd._tempDataLen)
+
+
+def send_now(transport: Any) -> None:
+    """Hand what `transport` holds to the kernel now, instead of on the event loop's next turn.
+
+    Twisted's `write` only buffers: the reactor sends once the loop next polls the socket,
+    after every callback already queued on it. A card for 20 dashboards thus left for
+    all of them after the 20th was handed over, and an agent's decision after whatever the
+    loop had queued behind it (the decided card's fan-out): a frame's hand-over to its
+    arrival took 2.0 ms at p50 where it now takes 0.36 ms (docs/PERFORMANCE.md,
+    twenty-sixth pass).
+
+    - This is the reactor's own `doWrite`, called early: what the kernel does not take
+      stays buffered, and the reactor sends it as before.
+    - Left to the reactor: a connection closing (its last write closes it, and only the
+      reactor can act on that) and a failed send (its own `doWrite` meets the failure
+      again and closes the connection).
+    """
+    fd = _descriptor(transport)
+    if fd is None or fd.disconnecting or getattr(fd, "_writeDisconnecting", False) or not unsent_bytes(fd):
+        return
+    fd.doWrite()
 
 
 class BoundedWebRequest(WebRequest):
@@ -126,10 +156,12 @@ def body_limit() -> int:
 
 
 class BoundedWebSocketProtocol(WebSocketProtocol):
-    """Daphne's WebSocket protocol that aborts a socket whose unsent data passes the limit."""
+    """Daphne's WebSocket protocol that sends each frame at once (`send_now`) and aborts a
+    socket whose unsent data passes the limit."""
 
     def serverSend(self, content: Any, binary: bool = False) -> None:
         super().serverSend(content, binary)
+        send_now(self.transport)
         unsent = unsent_bytes(self.transport)
         if unsent is not None and unsent > MAX_SOCKET_UNSENT_BYTES and self.transport is not None:
             log.warning(
