@@ -25,7 +25,8 @@ BOTTLENECK = (
     "approvers and viewers. What remains is the "
     "submit's own reads and its one message (the ask's whole transaction since 2026-12-06's "
     "twelfth pass, its card's reads in it since the twenty-sixth), the render, the 20 sockets' "
-    "frames (about 0.05 ms each on the loop), and the "
+    "frames (about 0.05-0.09 ms each on the loop; each handed to the kernel as it is sent since "
+    "the twenty-sixth pass, where Twisted sent them all on the loop's next turn), and the "
     "thread the commit sets off (Web Push's; the race starts none for a team without "
     "PermissionRequest webhooks since 2026-12-07's twenty-first pass) and the client, all on "
     "2 cores. A "
@@ -35,7 +36,7 @@ BOTTLENECK = (
     "2026-12-07's twenty-second pass, sent in one write since the twenty-fifth), then its "
     "doorbell, which the loop rings before the "
     "request's thread goes on (same pass) and the process's own agent socket hears as the "
-    "loop rings it, before any publish"
+    "loop rings it, before any publish, and sends at once (twenty-sixth pass)"
 )
 PENDING = 100
 
