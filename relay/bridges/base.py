@@ -651,9 +651,13 @@ class SendQueue:
         finally:
             # The sender is a long-lived thread outside any request cycle: give back its
             # connection so it never pins a stale one (or blocks a test database drop).
+            # A failure here must not end the thread either: the next job tries again.
             if not connection.in_atomic_block:
-                close_old_connections()
-                connection.close()
+                try:
+                    close_old_connections()
+                    connection.close()
+                except Exception:
+                    log.exception("%s: giving back the database connection after %s failed", self.name, job.label)
 
 
 # --- the bridge ---------------------------------------------------------------------------
