@@ -96,12 +96,21 @@ def forget(connection: psycopg.Connection[Any]) -> None:
 
 class Context:
     """The adapters a batch's statements are dumped and its rows loaded with: the
-    connection's, and Django's time-zone loader as its cursors have it."""
+    connection's, and Django's time-zone loader as its cursors have it.
+
+    - It refers to its connection weakly: the database wrapper keeps a context per
+      connection, weakly keyed by the connection, and a context holding it would keep
+      every connection the pool ever replaced alive.
+    """
 
     def __init__(self, connection: psycopg.Connection[Any], timezone: Any) -> None:
-        self.connection = connection
+        self._connection = weakref.ref(connection)
         self.timezone = timezone
         self.adapters = AdaptersMap(connection.adapters)
+
+    @property
+    def connection(self) -> psycopg.Connection[Any] | None:
+        return self._connection()
 
     def transformer(self) -> abc.Transformer:
         return Transformer.from_context(self)

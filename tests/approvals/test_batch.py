@@ -4,7 +4,9 @@ open one, prepared statements the server really has, a connection that fails clo
 
 from __future__ import annotations
 
+import gc
 import re
+import weakref
 from typing import Any
 
 import psycopg
@@ -159,6 +161,21 @@ class BatchTests:
         assert connection.connection.closed
         connection.close()
         assert run_together([("SELECT %s::int", [1]), ("SELECT %s::int", [2])]) == [[(1,)], [(2,)]]
+
+    def test_a_connections_adapters_do_not_keep_it_alive(self, fresh: Any) -> None:
+        # The wrapper keeps each connection's adapters weakly keyed by the connection: a
+        # context holding the connection itself would keep every connection the pool ever
+        # replaced alive with it.
+        raw = psycopg.connect(connection.connection.info.dsn, autocommit=True)
+        contexts: weakref.WeakKeyDictionary[Any, batch.Context] = weakref.WeakKeyDictionary()
+        context = contexts[raw] = batch.Context(raw, None)
+        statement = batch.convert(context.transformer(), "SELECT %s::int", [7])
+        assert batch.run(raw, [statement], context.transformer(), THRESHOLD) == [[(7,)]]
+        gone = weakref.ref(raw)
+        raw.close()
+        del raw, statement
+        gc.collect()
+        assert gone() is None and len(contexts) == 0
 
     def test_no_more_names_than_the_connection_allows(self, fresh: Any) -> None:
         most = connection.connection.prepared_max
