@@ -31,6 +31,9 @@ imports only the C halves of json, socket and signal (`python3 -X importtime -m 
   variable names a proxy (so proxies work as before), `json` only for answers made here
   and for JSON the C scanner rejects (its error messages), `argparse` only for `--help`
   and mistakes (exit 2, which Claude Code takes as "block the call").
+- The installers start it as `python3 -I -S -c` importing this module
+  (`agent.install.launcher`): no `site` and no runpy, and its bytecode cached, in the
+  bundle too (`agent.install.add_bytecode`).
 """
 
 from __future__ import annotations
@@ -603,10 +606,12 @@ def decide(args: Options, event: str, body: bytes) -> bytes | None:
 def add_facts(raw: bytes, hook_input: dict[str, Any]) -> bytes:
     """The hook input with this machine's facts (`agent/facts.py`, beside this file).
 
-    - Run by its path (`python3 /path/to/agent/hook.py`, what the installer and the
-      Agents page write) from any directory, `agent` is not importable: the sibling file
-      is loaded from this file's directory. A lone copy of this file sends no facts,
-      like an http hook: the server then asks where a path rule would need them.
+    - Run by its path (`python3 /path/to/agent/hook.py`) from any directory, `agent` is
+      not importable: the sibling file is loaded from this file's directory. (The
+      installers' command imports this module from the bundle or the checkout, where
+      `agent.facts` is beside it: `agent.install.launcher`.) A lone copy of this file
+      sends no facts, like an http hook: the server then asks where a path rule would
+      need them.
     """
     try:
         from agent.facts import with_facts

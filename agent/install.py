@@ -8,18 +8,22 @@ laptop::
     python3 ~/.gatehouse/gatehouse-hook.pyz install --server "$GH"
 
 writes Claude Code settings whose paths exist on this machine: this Python and the file
-where the bundle was saved. Run without ``install``, the bundle is the hook command.
+where the bundle was saved (``launcher``), and adds this Python's bytecode to the bundle
+(``add_bytecode``). Run without ``install``, the bundle is the hook command too.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import marshal
 import os
 import pkgutil
 import shlex
 import sys
 import tempfile
+import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -41,8 +45,41 @@ SERVER_DEFAULTS = "server_defaults.json"
 TIMEOUT_MARGIN = 30  # Claude Code's own timeout outlasts the hook's, so the hook answers
 
 
+def launcher(python: str, where: str) -> list[str]:
+    """How every hook command the installers write starts: ``python`` runs the hook in
+    ``where`` (the bundle, or the directory holding ``agent/``), isolated from the
+    machine it runs on.
+
+    - ``-I``: no ``PYTHON*`` variable (PYTHONPATH), no user site-packages, and neither the
+      working directory nor a script's directory on ``sys.path``: a module the agent wrote
+      into its project (a ``json.py``, an ``ssl.py``) or named in its environment is
+      never imported in place of the standard library's (docs/SECURITY.md).
+    - ``-S``: no ``site``: no site-packages, so no ``.pth`` file or ``sitecustomize`` runs
+      in the hook (a project's virtualenv is the agent's to write). The hook is
+      standard library only.
+    - ``-c``: the hook is imported, not run as a script or a zip's ``__main__``: no
+      ``runpy`` (about 4 ms a call), and its bytecode cached (``add_bytecode`` for the
+      bundle, ``__pycache__`` beside ``agent/hook.py``) instead of compiled every run.
+    """
+    # A JSON string is a Python string literal too, in double quotes: the shell's single
+    # quotes around the code then need no escapes for any ordinary path.
+    return [
+        python,
+        "-I",
+        "-S",
+        "-c",
+        f"import sys; sys.path.insert(0, {json.dumps(where)}); from agent.hook import main; main()",
+    ]
+
+
 def hook_command(bundle: Path, server: str, timeout: int, token_file: str) -> str:
-    parts = [sys.executable, str(bundle.resolve()), "--server", server.rstrip("/"), "--timeout", str(timeout)]
+    parts = [
+        *launcher(sys.executable, str(bundle.resolve())),
+        "--server",
+        server.rstrip("/"),
+        "--timeout",
+        str(timeout),
+    ]
     command = " ".join(shlex.quote(p) for p in parts)
     if token_file:
         command = f"GATEHOUSE_TOKEN_FILE={shlex.quote(token_file)} {command}"
@@ -186,13 +223,60 @@ def install(argv: list[str]) -> int:
         print(exc, file=sys.stderr)
         return 1
     print(f"Gatehouse hooks written to {path}: {command}")
+    if not add_bytecode(bundle):
+        print(f"{bundle} could not be rewritten: each hook run compiles the hook first", file=sys.stderr)
     return 0
 
 
-def main() -> None:
-    """The bundle's entry point: ``install …`` sets up; anything else runs the hook."""
-    if sys.argv[1:2] == ["install"]:
-        sys.exit(install(sys.argv[2:]))
-    from agent.hook import main as hook_main
+def add_bytecode(bundle: Path) -> bool:
+    """Put this Python's bytecode of the bundle's modules into the bundle; False when it
+    could not be rewritten (the hook then runs as before, compiling its modules).
 
-    hook_main()
+    Python never caches bytecode for a module imported from a zip, so every hook run
+    compiled ``agent/hook.py`` and ``agent/facts.py`` from source again: most of the
+    bundle's start on top of the interpreter's (docs/PERFORMANCE.md, figure 4). Each
+    module gets a ``.pyc`` beside its source in the zip, where zipimport looks first:
+
+    - compiled by the interpreter the hook command names (``sys.executable``, this one);
+      another Python (a different bytecode magic) skips them and compiles the source;
+    - hash-checked (PEP 552): zipimport loads one only while its source in the zip is the
+      source it was compiled from, so it can never run other code than the bundle holds;
+    - the entries are stored uncompressed, and the file is replaced atomically: a hook
+      run starting meanwhile reads the old bundle or the new one, never half of one.
+    """
+    try:
+        with zipfile.ZipFile(bundle) as old:
+            entries = {info.filename: old.read(info) for info in old.infolist() if not info.filename.endswith(".pyc")}
+        fd, tmp = tempfile.mkstemp(dir=bundle.parent, prefix=f".{bundle.name}.")
+    except (OSError, zipfile.BadZipFile):
+        return False
+    try:
+        with os.fdopen(fd, "wb") as handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED) as new:
+            for name, data in entries.items():
+                new.writestr(name, data)
+                if name.endswith(".py"):
+                    new.writestr(name[:-3] + ".pyc", hash_checked_pyc(data, f"{bundle.resolve()}/{name}"))
+        os.chmod(tmp, bundle.stat().st_mode & 0o777)
+        os.replace(tmp, bundle)
+    except (OSError, SyntaxError, ValueError):
+        Path(tmp).unlink(missing_ok=True)
+        return False
+    return True
+
+
+def hash_checked_pyc(source: bytes, filename: str) -> bytes:
+    """A ``.pyc`` of ``source`` for this Python that its importer checks against the
+    source (PEP 552: the magic, flags 0b11 = hash-based and checked, the source's hash, the code)."""
+    code = compile(source, filename, "exec", dont_inherit=True)
+    return (
+        importlib.util.MAGIC_NUMBER
+        + (0b11).to_bytes(4, "little")
+        + importlib.util.source_hash(source)
+        + marshal.dumps(code)
+    )
+
+
+def main() -> None:
+    """``python3 gatehouse-hook.pyz install …``: the bundle's ``__main__`` calls this for
+    ``install``, and runs the hook (`agent.hook.main`) without loading this module otherwise."""
+    sys.exit(install(sys.argv[2:]))

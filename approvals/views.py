@@ -78,7 +78,17 @@ def logout_view(request: HttpRequest) -> HttpResponse:
 
 # The hook bundle: what a person's laptop needs to reach Gatehouse, and nothing else.
 _BUNDLE_MODULES = ("__init__.py", "hook.py", "facts.py", "install.py")
-_BUNDLE_MAIN = "from agent.install import main\n\nmain()\n"
+# It runs before every tool call: only `install` loads the installer (argparse, pathlib,
+# tempfile and zipfile with it); a hook run imports the hook alone.
+_BUNDLE_MAIN = """import sys
+
+if sys.argv[1:2] == ["install"]:
+    from agent.install import main
+else:
+    from agent.hook import main
+
+main()
+"""
 
 
 def hook_bundle(request: HttpRequest) -> HttpResponse:

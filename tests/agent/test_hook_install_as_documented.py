@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -68,8 +69,10 @@ class InstallAsDocumentedTests:
         }
         assert entries["PreToolUse"]["onFailure"] == "block" and entries["PermissionRequest"]["onFailure"] == "block"
         assert "--server http://127.0.0.1:8000" in entries["PreToolUse"]["command"]
-        # Runs from anywhere: the script by its absolute path, not `-m agent.hook`.
-        assert str(ROOT / "agent" / "hook.py") in entries["PreToolUse"]["command"]
+        # Runs from anywhere, isolated: the checkout by its absolute path, not `-m agent.hook`
+        # from a working directory.
+        argv = shlex.split(entries["PreToolUse"]["command"].removeprefix(f"GATEHOUSE_TOKEN_FILE={token} "))
+        assert argv[1:4] == ["-I", "-S", "-c"] and f'sys.path.insert(0, "{ROOT}")' in argv[4]
 
     def test_djangos_own_settings_option_still_works_for_other_commands(self, tmp_path: Path) -> None:
         done = manage("check", "--settings", "gatehouse.settings", home=tmp_path)

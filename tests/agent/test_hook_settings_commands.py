@@ -36,7 +36,7 @@ def our_commands(doc: dict[str, Any]) -> list[str]:
         for groups in doc.get("hooks", {}).values()
         for group in groups
         for h in group["hooks"]
-        if "hook.py" in h["command"] or "/hooks/claude-code" in h["command"]
+        if "from agent.hook import main" in h["command"] or "/hooks/claude-code" in h["command"]
     ]
 
 

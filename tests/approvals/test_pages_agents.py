@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import re
 from typing import Any
@@ -57,12 +58,12 @@ class AgentsPageTests:
         html = client_for(alice).get("/agents/").content.decode()
         snippet = re.search(r'<pre class="json" id="hook-snippet">(.*?)</pre>', html, re.S)
         assert snippet is not None
-        settings = json.loads(snippet.group(1).replace("&quot;", '"'))
+        settings = json.loads(html_lib.unescape(snippet.group(1)))
         hook = settings["hooks"]["PreToolUse"][0]
         assert hook["matcher"] == "*"
         command = hook["hooks"][0]["command"]
-        # The script by its absolute path (runs outside the project), this server's URL.
-        assert "/agent/hook.py --server http://testserver " in command
+        # The checkout by its absolute path (runs outside the project), this server's URL.
+        assert "from agent.hook import main; main()' --server http://testserver " in command
         assert hook["hooks"][0]["onFailure"] == "block"
 
     def test_its_snippet_runs_from_another_directory(self, alice: Any, ci_bot: Any, tmp_path: Any) -> None:
@@ -74,8 +75,6 @@ class AgentsPageTests:
         html = client_for(alice).get("/agents/").content.decode()
         snippet = re.search(r'<pre class="json" id="hook-snippet">(.*?)</pre>', html, re.S)
         assert snippet is not None
-        import html as html_lib
-
         command = json.loads(html_lib.unescape(snippet.group(1)))["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
         (tmp_path / ".config").mkdir()
         (tmp_path / ".config" / "gatehouse-token").write_text(ci_bot.token)

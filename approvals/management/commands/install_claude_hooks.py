@@ -17,7 +17,16 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agent import install
-from agent.install import DEADLINE_MARGIN, GATES, TIMEOUT_MARGIN, http_hook, with_ours, without_ours, write_settings
+from agent.install import (
+    DEADLINE_MARGIN,
+    GATES,
+    TIMEOUT_MARGIN,
+    http_hook,
+    launcher,
+    with_ours,
+    without_ours,
+    write_settings,
+)
 from approvals import selectors
 
 
@@ -31,8 +40,8 @@ def hook_command(options: dict[str, Any]) -> str | dict[str, Any]:
             f'curl -sS --max-time {max_time} -H "Authorization: Bearer $GATEHOUSE_TOKEN" '
             f"--data-binary @- {shlex.quote(server + '/hooks/claude-code')}"
         )
-    script = Path(settings.BASE_DIR) / "agent" / "hook.py"
-    parts = [options["python"] or sys.executable, str(script), "--server", server, "--timeout", str(options["timeout"])]
+    python = options["python"] or sys.executable
+    parts = [*launcher(python, str(settings.BASE_DIR)), "--server", server, "--timeout", str(options["timeout"])]
     if options["on_timeout"] != "deny":
         parts += ["--on-timeout", options["on_timeout"]]
     if options["on_unreachable"] != "ask":

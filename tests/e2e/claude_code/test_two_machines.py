@@ -99,7 +99,7 @@ def _installed_settings(server: LiveServer, laptop: Path) -> dict[str, Any]:
     subprocess.run([*install, "--timeout", "5"], check=True, capture_output=True, cwd=laptop)
     doc = json.loads(settings.read_text())
     command = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert shlex.split(command)[1] == str(bundle)
+    assert f'sys.path.insert(0, "{bundle}")' in shlex.split(command)[4]
     return doc
 
 
