@@ -242,8 +242,10 @@ def add_bytecode(bundle: Path) -> bool:
     - hash-checked (PEP 552): zipimport loads one only while its source in the zip is the
       source it was compiled from, so it can never run other code than the bundle holds;
     - the entries are stored uncompressed, and the file is replaced atomically: a hook
-      run starting meanwhile reads the old bundle or the new one, never half of one.
+      run starting meanwhile reads the old bundle or the new one, never half of one. A
+      link to the bundle is followed: the file rewritten is the one the command names.
     """
+    bundle = bundle.resolve()
     try:
         with zipfile.ZipFile(bundle) as old:
             entries = {info.filename: old.read(info) for info in old.infolist() if not info.filename.endswith(".pyc")}
@@ -255,7 +257,7 @@ def add_bytecode(bundle: Path) -> bool:
             for name, data in entries.items():
                 new.writestr(name, data)
                 if name.endswith(".py"):
-                    new.writestr(name[:-3] + ".pyc", hash_checked_pyc(data, f"{bundle.resolve()}/{name}"))
+                    new.writestr(name[:-3] + ".pyc", hash_checked_pyc(data, f"{bundle}/{name}"))
         os.chmod(tmp, bundle.stat().st_mode & 0o777)
         os.replace(tmp, bundle)
     except (OSError, SyntaxError, ValueError):

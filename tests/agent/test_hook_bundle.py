@@ -212,3 +212,16 @@ class HookBundleBytecodeTests:
         assert add_bytecode(not_a_zip) is False
         assert not_a_zip.read_bytes() == b"#!/bin/sh\necho not a bundle\n"
         assert [p.name for p in tmp_path.iterdir()] == ["gatehouse-hook.pyz"]
+
+    def test_a_link_to_the_bundle_stays_a_link_and_its_target_gets_the_bytecode(
+        self, client: Any, tmp_path: Path
+    ) -> None:
+        from agent.install import add_bytecode
+
+        target = _served_bundle(client, tmp_path / "gatehouse-hook-1.2.pyz")
+        link = tmp_path / "gatehouse-hook.pyz"
+        link.symlink_to(target.name)
+        assert add_bytecode(link) is True
+        assert link.is_symlink() and link.resolve() == target
+        with zipfile.ZipFile(target) as zipped:
+            assert "agent/hook.pyc" in zipped.namelist()
