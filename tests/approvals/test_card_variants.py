@@ -40,10 +40,12 @@ def asked(agent: Any, tool_name: str, tool_input: dict[str, Any]) -> PermissionR
     call = {"tool_name": tool_name, "tool_input": tool_input, "session_id": "s1", "cwd": "/tmp/proj"}
     result = services.request_submit(agent=agent, call=call)
     assert result.decision is None, f"the engine must ask for {tool_name} {tool_input}"
-    # A deadline days off: the card's "4 min 59 s left" changes every second, and two
-    # renders compared here must not fall on either side of one.
+    # A deadline days off, half an hour past a whole hour: the card's "4 min 59 s left"
+    # changes every second, and "30 days left" turned "29 days 23 h left" half a second
+    # after an exact 30 days; two renders compared here must not fall on either side.
     request = result.request
-    PermissionRequest.objects.filter(pk=request.pk).update(deadline_at=timezone.now() + timedelta(days=30))
+    deadline = timezone.now() + timedelta(days=30, minutes=30)
+    PermissionRequest.objects.filter(pk=request.pk).update(deadline_at=deadline)
     request.refresh_from_db()
     return request
 
