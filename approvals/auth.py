@@ -7,6 +7,7 @@ about the token.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
@@ -15,6 +16,7 @@ from rest_framework.request import Request
 
 from approvals import selectors, services
 from approvals.models import Agent
+from approvals.written import Statement
 
 
 class AgentPrincipal(AnonymousUser):
@@ -44,28 +46,47 @@ def bearer_token(header: str) -> str | None:
 
 
 def authenticate_token(token: str) -> AgentPrincipal | object | None:
-    """Resolve a bearer token to an agent principal or a person; None if unknown or revoked.
+    """Resolve a bearer token to an agent principal or a person; None if unknown or revoked."""
+    return authenticate_token_with(token)[0]
+
+
+def authenticate_token_with(
+    token: str, person_reads: Sequence[Statement] = ()
+) -> tuple[AgentPrincipal | object | None, list[list[tuple[Any, ...]]] | None]:
+    """`authenticate_token`, and the rows of `person_reads` sent with a person's token read
+    in the same round trip (None when they were not sent: the token is not a person's).
 
     - The prefix says which table holds the token (`gha_` an agent's, `ghp_` a
       person's), so each call reads one table. A token with neither prefix (none is
       made so) is looked up in both.
+    - `person_reads` may not depend on who asks: they are read before the token is
+      known good, and their rows are the caller's to use only once it is.
     """
     digest = services.token_hash(token)
     if not token.startswith(services.PERSONAL_TOKEN_PREFIX):
         agent = selectors.agent_by_token_hash(digest)
         if agent is not None:
             services.agent_touch(agent=agent)
-            return AgentPrincipal(agent)
+            return AgentPrincipal(agent), None
         if token.startswith(services.AGENT_TOKEN_PREFIX):
-            return None
-    personal = selectors.personal_token_by_hash(digest)
+            return None, None
+    personal, rows = selectors.personal_token_by_hash(digest, person_reads)
     if personal is not None and personal.user.is_active:
         services.personal_token_touch(token=personal)
-        return personal.user
-    return None
+        return personal.user, (rows if person_reads else None)
+    return None, None
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
+    """A bearer token.
+
+    - A view whose first reads for a person go with the person's token read has
+      `reads_with_token(**url_kwargs) -> list[Statement]`: statements from the URL's
+      arguments alone, never from who asks. Their rows reach the view as
+      `read_with_token(request)` once the token is known good: one round trip where there
+      were two (a person's decision: docs/PERFORMANCE.md, twenty-seventh pass).
+    """
+
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[object, str] | None:
@@ -75,13 +96,29 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         token = bearer_token(header)
         if token is None:
             raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'.")
-        principal = authenticate_token(token)
+        context = request.parser_context or {}
+        reads_with = getattr(context.get("view"), "reads_with_token", None)
+        reads: list[Statement] = reads_with(**context.get("kwargs", {})) if reads_with is not None else []
+        principal, rows = authenticate_token_with(token, reads)
         if principal is None:
             raise exceptions.AuthenticationFailed("Unknown or revoked token.")
+        if rows is not None:
+            request.__dict__[_READ_WITH_TOKEN] = rows
         return principal, token
 
     def authenticate_header(self, request: Request) -> str:
         return self.keyword
+
+
+def read_with_token(request: Request) -> list[list[tuple[Any, ...]]] | None:
+    """The rows of the view's `reads_with_token`, when they went with the caller's token
+    read (a person's bearer token); None otherwise (a session, say): the view reads them."""
+    rows: list[list[tuple[Any, ...]]] | None = request.__dict__.get(_READ_WITH_TOKEN)
+    return rows
+
+
+# Where the rows wait on DRF's request: its own attributes, never the wrapped HttpRequest's.
+_READ_WITH_TOKEN = "gatehouse_read_with_token"  # noqa: S105  (a key, no secret)
 
 
 def agent_of(request: Request) -> Agent | None:

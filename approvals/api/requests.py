@@ -34,9 +34,10 @@ from approvals.api.shapes import (
     RequestOutputSerializer,
     request_output,
 )
-from approvals.auth import agent_of
+from approvals.auth import agent_of, read_with_token
 from approvals.calls import ToolCallSerializer
 from approvals.models import Decision, PermissionRequest, RequestState, Role
+from approvals.written import Statement
 
 WAIT_PARAMETER = OpenApiParameter(
     "wait",
@@ -94,18 +95,21 @@ def visible_request(request: Request, request_id: uuid.UUID) -> PermissionReques
     raise exceptions.NotFound(f"No permission request {request_id} that you can see.")
 
 
-def decidable_request(request: Request, request_id: uuid.UUID) -> PermissionRequest:
+def decidable_request(
+    request: Request, request_id: uuid.UUID, rows: list[list[tuple[Any, ...]]] | None = None
+) -> PermissionRequest:
     """The request if the caller (a person) may decide it: 404 as `visible_request` when
     they cannot see it, 403 when they may only watch its team.
 
-    - One round trip reads the request and the person's role in its team, which serves
-      both checks.
+    - One read of the request and its team's members serves both checks: `rows`, what
+      `selectors.request_and_members_statements(request_id)` returned with the person's
+      token read (`PermissionRequestDecideApi.reads_with_token`), or a read now.
     """
     found, role = None, None
     person: int | None = request.user.pk  # None: not signed in, so no request to see
     if person is not None:
-        found, membership = selectors.request_and_membership(request_id, person)
-        role = permissions.role_among(request.user, {person: membership} if membership else {}) if found else None
+        found, members = selectors.request_and_members(request_id, rows)
+        role = permissions.role_among(request.user, members) if found else None
     if found is None or role is None:
         raise exceptions.NotFound(f"No permission request {request_id} that you can see.")
     if not permissions.at_least(role, Role.APPROVER):
@@ -291,6 +295,10 @@ class PermissionRequestDecideApi(ApiView):
             without_nul(value, "updated_input")
             return value
 
+    def reads_with_token(self, request_id: uuid.UUID) -> list[Statement]:
+        """The request and its team's members, read with a person's token (approvals.auth)."""
+        return selectors.request_and_members_statements(request_id)
+
     @extend_schema(
         operation_id="permission_requests_decide",
         request=InputSerializer,
@@ -299,7 +307,7 @@ class PermissionRequestDecideApi(ApiView):
         "everyone after gets 409 naming who decided and via what.",
     )
     def post(self, request: Request, request_id: uuid.UUID) -> Response:
-        found = decidable_request(request, request_id)
+        found = decidable_request(request, request_id, read_with_token(request))
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +23,7 @@ from approvals.models import (
     Team,
     TeamSettings,
 )
-from approvals.written import JoinedRead, column, run_together, table
+from approvals.written import JoinedRead, Statement, column, run_together, table
 
 _AGENT_BY_TOKEN = JoinedRead(Agent, relations=("team",), match=("token_hash",), also="t0.revoked_at IS NULL")
 # The digest is unique: the token's expiry is checked on the one row it names.
@@ -34,12 +35,17 @@ def agent_by_token_hash(digest: str) -> Agent | None:
     return _AGENT_BY_TOKEN.first(digest)
 
 
-def personal_token_by_hash(digest: str) -> PersonalToken | None:
-    """A live personal token, with its person: not revoked, not expired (read on every call a person makes)."""
-    token = _PERSONAL_TOKEN.first(digest)
+def personal_token_by_hash(
+    digest: str, also: Sequence[Statement] = ()
+) -> tuple[PersonalToken | None, list[list[tuple[Any, ...]]]]:
+    """A live personal token, with its person: not revoked, not expired (read on every call a
+    person makes); and the rows of `also`, statements sent with it in the same round trip
+    (`approvals.auth`: what the view will read first)."""
+    [found, *rows] = run_together([_PERSONAL_TOKEN.first_statement(digest), *also])
+    token = next(iter(_PERSONAL_TOKEN.instances(found)), None)
     if token is None or (token.expires_at is not None and token.expires_at <= timezone.now()):
-        return None
-    return token
+        return None, rows
+    return token, rows
 
 
 def membership_role(user_id: int, team_id: int) -> str | None:

@@ -112,30 +112,35 @@ def request_get(request_id: Any) -> PermissionRequest | None:
 _REQUEST = JoinedRead(PermissionRequest, relations=("agent", "team"), match=("id",))
 
 
-def request_and_membership(request_id: uuid.UUID, user_id: int) -> tuple[PermissionRequest | None, str | None]:
-    """The request (as `request_get` reads it) and the person's membership role in its team
-    (None without one; `permissions.role_among` makes it a role), in one round trip: what a
-    person's decision over the API starts with."""
+def request_and_members_statements(request_id: uuid.UUID) -> list[Statement]:
+    """What a person's decision over the API starts with (`request_and_members`): the
+    request, as `request_get` reads it, and its team's memberships. Neither depends on who
+    asks, so they can go with the caller's token read (`approvals.auth`)."""
     pk = PermissionRequest._meta.pk
     assert pk is not None
-    found, membership = run_together(
-        [
-            _REQUEST.first_statement(request_id),
-            (_membership_sql(connection.vendor), [user_id, pk.get_db_prep_value(request_id, connection)]),
-        ]
-    )
+    return [
+        _REQUEST.first_statement(request_id),
+        (_members_sql(connection.vendor), [pk.get_db_prep_value(request_id, connection)]),
+    ]
+
+
+def request_and_members(
+    request_id: uuid.UUID, rows: list[list[tuple[Any, ...]]] | None = None
+) -> tuple[PermissionRequest | None, dict[int, str]]:
+    """The request (None if there is none) and its team's members (user id -> role), from
+    `rows` its statements returned, or read now in one round trip."""
+    found, members = rows if rows is not None else run_together(request_and_members_statements(request_id))
     request = next(iter(_REQUEST.instances(found)), None)
-    return request, (str(membership[0][0]) if request is not None and membership else None)
+    return request, ({int(user): str(role) for user, role in members} if request is not None else {})
 
 
 @functools.cache
-def _membership_sql(vendor: str) -> str:
-    # A membership is unique per person and team: one row or none. Every name comes from
-    # the models, quoted; the values are parameters.
+def _members_sql(vendor: str) -> str:
+    # Every name comes from the models, quoted; the value is a parameter.
     request_team, request_id = column(PermissionRequest, "team"), column(PermissionRequest, "id")
     return (
-        f"SELECT {column(Membership, 'role')} FROM {table(Membership)}"  # noqa: S608
-        f" WHERE {column(Membership, 'user')} = %s AND {column(Membership, 'team')} ="
+        f"SELECT {column(Membership, 'user')}, {column(Membership, 'role')} FROM {table(Membership)}"  # noqa: S608
+        f" WHERE {column(Membership, 'team')} ="
         f" (SELECT {request_team} FROM {table(PermissionRequest)} WHERE {request_id} = %s)"
     )
 

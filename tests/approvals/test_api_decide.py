@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
 
 from approvals.models import Decision, Role, Rule
 from tests.approvals.conftest import Api
+from tests.round_trips import round_trips
 
 
 def decide_url(request: Any) -> str:
@@ -108,16 +108,23 @@ class DecideTests:
         response = api_as(mallory).post(decide_url(pending()), {"behavior": "allow"})
         assert response.status_code == 404
 
-    def test_it_reads_the_token_the_request_and_the_role_once_each(self, api_as: Any, alice: Any, pending: Any) -> None:
+    def test_it_reads_the_token_the_request_and_its_members_once_each_in_one_round_trip(
+        self, api_as: Any, alice: Any, pending: Any
+    ) -> None:
         request, client = pending(), api_as(alice)
-        with CaptureQueriesContext(connection) as captured:
+        with round_trips() as trips:
             response = client.post(decide_url(request), {"behavior": "deny"})
         assert response.status_code == 200, response.content
-        reads = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("SELECT")]
-        for table in ("approvals_personaltoken", "approvals_membership"):
-            assert len([q for q in reads if f'FROM "{table}"' in q]) == 1, (table, reads)
+        reads = [sql for trip in trips for sql in trip if sql.startswith("SELECT")]
+        token_reads = [q for q in reads if 'FROM "approvals_personaltoken"' in q]
+        member_reads = [q for q in reads if 'FROM "approvals_membership"' in q]
+        assert len(token_reads) == 1 and len(member_reads) == 1, reads
         # A person's token is never looked up among the agents'.
         assert not [q for q in reads if 'FROM "approvals_agent"' in q], reads
+        if connection.vendor == "postgresql":
+            # The token's read, the request's and its team's members: one round trip.
+            [first] = [trip for trip in trips if token_reads[0] in trip]
+            assert member_reads[0] in first and any('"approvals_permissionrequest" t0' in q for q in first), trips
 
     @pytest.mark.parametrize(
         ("body", "field"),
@@ -218,3 +225,41 @@ def test_who_may_decide_is_who_may_decide(
         f"/api/v1/permission-requests/{uuid.uuid4()}/decision", {"behavior": "deny"}
     )
     assert missing.status_code == 404
+
+
+# The request and its team's members are read with a person's token, before the token is
+# known good: a token that is not (any more) good gets the same 401 whatever request it
+# names, and decides nothing.
+DEAD_TOKENS = ["revoked", "expired", "its person inactive", "unknown", "an agent's prefix"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("dead", DEAD_TOKENS)
+def test_a_dead_token_learns_nothing_of_the_request_it_names(dead: str, alice: Any, pending: Any) -> None:
+    from datetime import timedelta
+
+    from django.contrib.auth.models import User
+    from django.utils import timezone
+
+    from approvals import services
+    from approvals.models import PersonalToken
+
+    token = services.personal_token_create(user=alice)
+    if dead == "revoked":
+        PersonalToken.objects.filter(user=alice).update(revoked_at=timezone.now())
+    elif dead == "expired":
+        PersonalToken.objects.filter(user=alice).update(expires_at=timezone.now() - timedelta(seconds=1))
+    elif dead == "its person inactive":
+        User.objects.filter(pk=alice.pk).update(is_active=False)
+    elif dead == "unknown":
+        token = token[:-1] + ("A" if token[-1] != "A" else "B")
+    else:
+        token = "gha_" + token.removeprefix("ghp_")
+    request = pending()
+    answers = [
+        Api({"HTTP_AUTHORIZATION": f"Bearer {token}"}).post(url, {"behavior": "allow"})
+        for url in (decide_url(request), f"/api/v1/permission-requests/{uuid.uuid4()}/decision")
+    ]
+    assert [a.status_code for a in answers] == [401, 401]
+    assert answers[0].json() == answers[1].json()
+    assert not Decision.objects.filter(request=request).exists()

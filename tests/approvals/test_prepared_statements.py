@@ -4,6 +4,7 @@ whatever text its parameters carry."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -205,10 +206,10 @@ class RunTogetherTests:
     def test_a_persons_request_and_role_are_prepared(self, ci_bot: Any, alice: Any) -> None:
         ask = services.request_submit(agent=ci_bot.agent, call={**ASK, "tool_use_id": "toolu_role"}).request
         for _ in range(THRESHOLD + 2):
-            found, role = selectors.request_and_membership(ask.pk, alice.pk)
-            assert found == ask and role == "approver"
-        assert selectors.request_and_membership(ask.pk, ci_bot.agent.pk + 10_000)[1] is None
-        assert prepared_reading('"approvals_membership" WHERE "user_id" = $1') != []
+            found, members = selectors.request_and_members(ask.pk)
+            assert found == ask and members == {alice.pk: "approver"}
+        assert selectors.request_and_members(uuid.uuid4()) == (None, {})
+        assert prepared_reading('"approvals_membership" WHERE "team_id" = (SELECT') != []
 
     def test_a_persons_decision_is_written_prepared(self, ci_bot: Any, alice: Any) -> None:
         """The fence, the chain's lock, the audit row, its search text and the request naming it."""

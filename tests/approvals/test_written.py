@@ -203,8 +203,9 @@ class PersonalTokenTests:
         live = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
         orm = PersonalToken.objects.select_related("user").filter(live, token_hash=digest, revoked_at__isnull=True)
         with CaptureQueriesContext(connection) as queries:
-            written = approvals_selectors.personal_token_by_hash(digest)
+            written, rows = approvals_selectors.personal_token_by_hash(digest)
             person = fields_of(written.user) if written is not None else []
+        assert rows == []  # nothing sent with it
         assert len(queries) == 1, queries
         assert (written is None) == (kind in ("expired", "revoked", "unknown"))
         assert fields_of(written) == fields_of(orm.first())
