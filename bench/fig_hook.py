@@ -248,86 +248,26 @@ def run(env: Any) -> Figure:
     )
     server_answer = med["curl"] - med["curl_floor"]
     overhead = med["bundle"] - med["floor"] - server_answer
+
+    def beside_floor(metric: str, name: str, floor: str = "floor", floor_name: str = "python3 -c pass") -> Row:
+        return Row(
+            metric, round(med[name], 1), "ms", round(med[floor], 1), floor_name, round(med[name] / med[floor], 2)
+        )
+
+    def within(metric: str, value: float, limit: float) -> Row:
+        return Row(metric, round(value, 1), "ms", None, "", None, f"<= {limit:g} ms", value <= limit)
+
     figure.rows = [
-        Row(
-            "the hook as a laptop runs it (the bundle, installed), median wall time",
-            round(med["bundle"], 1),
-            "ms",
-            round(med["floor"], 1),
-            "python3 -c pass",
-            round(med["bundle"] / med["floor"], 2),
-        ),
-        Row(
-            "installed bundle minus floor",
-            round(med["bundle"] - med["floor"], 1),
-            "ms",
-            None,
-            "",
-            None,
-            "<= 10 ms",
-            med["bundle"] - med["floor"] <= 10,
-        ),
-        Row(
-            "the hook as the server's machine runs it (install_claude_hooks), median",
-            round(med["checkout"], 1),
-            "ms",
-            round(med["floor"], 1),
-            "python3 -c pass",
-            round(med["checkout"] / med["floor"], 2),
-        ),
-        Row(
-            "server machine's hook minus floor",
-            round(med["checkout"] - med["floor"], 1),
-            "ms",
-            None,
-            "",
-            None,
-            "<= 10 ms",
-            med["checkout"] - med["floor"] <= 10,
-        ),
+        beside_floor("the hook as a laptop runs it (the bundle, installed), median wall time", "bundle"),
+        within("installed bundle minus floor", med["bundle"] - med["floor"], 10),
+        beside_floor("the hook as the server's machine runs it (install_claude_hooks), median", "checkout"),
+        within("server machine's hook minus floor", med["checkout"] - med["floor"], 10),
         Row("server's answer (curl minus curl's own start)", round(server_answer, 1), "ms"),
-        Row(
-            "installed bundle minus (floor + server's answer)",
-            round(overhead, 1),
-            "ms",
-            None,
-            "",
-            None,
-            "<= 15 ms",
-            overhead <= 15,
-        ),
-        Row(
-            "the interpreter as the hooks start it (python3 -I -S -c pass), median",
-            round(med["isolated_floor"], 1),
-            "ms",
-            round(med["floor"], 1),
-            "python3 -c pass",
-            round(med["isolated_floor"] / med["floor"], 2),
-        ),
-        Row(
-            "python3 -m agent.hook (bytecode cached), median",
-            round(med["hook"], 1),
-            "ms",
-            round(med["floor"], 1),
-            "python3 -c pass",
-            round(med["hook"] / med["floor"], 2),
-        ),
-        Row(
-            "the same under the venv python, median",
-            round(med["hook_venv"], 1),
-            "ms",
-            round(med["venv_floor"], 1),
-            ".venv python -c pass",
-            round(med["hook_venv"] / med["venv_floor"], 2),
-        ),
-        Row(
-            "curl to /hooks/claude-code median",
-            round(med["curl"], 1),
-            "ms",
-            round(med["floor"], 1),
-            "python3 -c pass",
-            round(med["curl"] / med["floor"], 2),
-        ),
+        within("installed bundle minus (floor + server's answer)", overhead, 15),
+        beside_floor("the interpreter as the hooks start it (python3 -I -S -c pass), median", "isolated_floor"),
+        beside_floor("python3 -m agent.hook (bytecode cached), median", "hook"),
+        beside_floor("the same under the venv python, median", "hook_venv", "venv_floor", ".venv python -c pass"),
+        beside_floor("curl to /hooks/claude-code median", "curl"),
         Row("installed bundle minus curl (client-side Python cost)", round(med["bundle"] - med["curl"], 1), "ms"),
         Row(
             "of which the facts gathering, in process, median (14-word command, a tree of symlinks)",
