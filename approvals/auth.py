@@ -7,14 +7,17 @@ about the token.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest
+from django.http.request import RawPostDataException
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from approvals import selectors, services
+from approvals import selectors, services, strict_json
 from approvals.models import Agent
 from approvals.written import Statement
 
@@ -50,41 +53,70 @@ def authenticate_token(token: str) -> AgentPrincipal | object | None:
     return authenticate_token_with(token)[0]
 
 
+# What a caller sends with a token's read: statements built from the token's digest.
+ReadsWithToken = Callable[[str], Sequence[Statement]]
+
+
 def authenticate_token_with(
-    token: str, person_reads: Sequence[Statement] = ()
+    token: str, reads: ReadsWithToken | None = None
 ) -> tuple[AgentPrincipal | object | None, list[list[tuple[Any, ...]]] | None]:
-    """`authenticate_token`, and the rows of `person_reads` sent with a person's token read
-    in the same round trip (None when they were not sent: the token is not a person's).
+    """`authenticate_token`, and the rows of `reads(digest)` sent with the token's read in
+    the same round trip (None when the token is no good).
 
     - The prefix says which table holds the token (`gha_` an agent's, `ghp_` a
       person's), so each call reads one table. A token with neither prefix (none is
-      made so) is looked up in both.
-    - `person_reads` may not depend on who asks: they are read before the token is
-      known good, and their rows are the caller's to use only once it is.
+      made so) is looked up in both, `reads` with the person's.
+    - `reads` are sent before the token is known good: they may depend on the request and
+      on the digest (to read for the agent the token names, in the statement itself), and
+      their rows are the caller's to use only once the token is good.
     """
     digest = services.token_hash(token)
+    also = list(reads(digest)) if reads is not None else []
+    an_agents = token.startswith(services.AGENT_TOKEN_PREFIX)
     if not token.startswith(services.PERSONAL_TOKEN_PREFIX):
-        agent = selectors.agent_by_token_hash(digest)
+        agent, rows = selectors.agent_by_token_hash(digest, also if an_agents else ())
         if agent is not None:
             services.agent_touch(agent=agent)
-            return AgentPrincipal(agent), None
-        if token.startswith(services.AGENT_TOKEN_PREFIX):
+            return AgentPrincipal(agent), (rows if an_agents and reads is not None else None)
+        if an_agents:
             return None, None
-    personal, rows = selectors.personal_token_by_hash(digest, person_reads)
+    personal, rows = selectors.personal_token_by_hash(digest, also)
     if personal is not None and personal.user.is_active:
         services.personal_token_touch(token=personal)
-        return personal.user, (rows if person_reads else None)
+        return personal.user, (rows if reads is not None else None)
     return None, None
+
+
+# A body past this size is not read ahead of its token's check: it would be parsed twice,
+# and parsed for a caller not yet known.
+BODY_AHEAD_MAX_BYTES = 64 * 1024
+
+
+def body_ahead(request: HttpRequest) -> Any:
+    """The request's JSON body, read before its token is checked, for the reads sent with
+    the token's (`reads_with_token`); None for a body that is not small, valid JSON (the
+    view reads it as always, after the token, and says what is wrong with it)."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return None
+    if not 0 < length <= BODY_AHEAD_MAX_BYTES:
+        return None
+    try:
+        return strict_json.loads(request.body)
+    except (ValueError, RequestDataTooBig, RawPostDataException):
+        return None
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     """A bearer token.
 
-    - A view whose first reads for a person go with the person's token read has
-      `reads_with_token(**url_kwargs) -> list[Statement]`: statements from the URL's
-      arguments alone, never from who asks. Their rows reach the view as
-      `read_with_token(request)` once the token is known good: one round trip where there
-      were two (a person's decision: docs/PERFORMANCE.md, twenty-seventh pass).
+    - A view whose first reads go with the token's read has
+      `reads_with_token(request, digest, **url_kwargs) -> list[Statement]`: statements
+      from the request and the token's digest, never trusted before the token is good.
+      Their rows reach the view as `read_with_token(request)` once it is: one round trip
+      where there were two (a person's decision, docs/PERFORMANCE.md, twenty-seventh
+      pass; an agent's submit, twenty-eighth pass).
     """
 
     keyword = "Bearer"
@@ -98,7 +130,13 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'.")
         context = request.parser_context or {}
         reads_with = getattr(context.get("view"), "reads_with_token", None)
-        reads: list[Statement] = reads_with(**context.get("kwargs", {})) if reads_with is not None else []
+        kwargs = context.get("kwargs", {})
+        reads: ReadsWithToken | None = None
+        if reads_with is not None:
+
+            def reads(digest: str) -> Sequence[Statement]:
+                return reads_with(request, digest, **kwargs)
+
         principal, rows = authenticate_token_with(token, reads)
         if principal is None:
             raise exceptions.AuthenticationFailed("Unknown or revoked token.")
@@ -112,7 +150,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
 def read_with_token(request: Request) -> list[list[tuple[Any, ...]]] | None:
     """The rows of the view's `reads_with_token`, when they went with the caller's token
-    read (a person's bearer token); None otherwise (a session, say): the view reads them."""
+    read (a bearer token); None otherwise (a session, say): the view reads them."""
     rows: list[list[tuple[Any, ...]]] | None = request.__dict__.get(_READ_WITH_TOKEN)
     return rows
 

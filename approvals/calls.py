@@ -22,6 +22,10 @@ MAX_HOOK_OUTPUTS = 20
 CALL_CONTEXT = {"prompt_id": 200, "agent_id": 200, "agent_type": 200, "effort": 32, "prompt": 4000}
 
 
+# The longest `tool_use_id` and `session_id` a call may have.
+CALL_ID_MAX_CHARS = 200
+
+
 class CallInvalid(ValueError):
     """The call cannot be submitted; the message names each field and what is wrong."""
 
@@ -29,8 +33,8 @@ class CallInvalid(ValueError):
 class ToolCallSerializer(FieldsBoundOnce, StrictSerializer):
     tool_name = serializers.CharField(max_length=200)
     tool_input = serializers.JSONField(required=False, default=dict)
-    tool_use_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    session_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    tool_use_id = serializers.CharField(max_length=CALL_ID_MAX_CHARS, required=False, allow_blank=True)
+    session_id = serializers.CharField(max_length=CALL_ID_MAX_CHARS, required=False, allow_blank=True, default="")
     cwd = serializers.CharField(max_length=4096, required=False, allow_blank=True, default="")
     permission_mode = serializers.ChoiceField(choices=Mode.choices, required=False)
     context = serializers.ChoiceField(choices=Context.choices, required=False)  # type: ignore[assignment]

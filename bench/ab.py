@@ -34,7 +34,10 @@ import asyncio
 import contextlib
 import json
 import statistics
+import subprocess
 import sys
+import time
+import urllib.parse
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,7 @@ from typing import Any
 from bench import fig_http, push
 from bench.env import ROOT, BenchEnv, Server
 from bench.loadgen import run_load
+from bench.ports import free_port, wait_for_port
 
 SIDES = ("this", "other")
 
@@ -260,6 +264,36 @@ def measure_push(env: BenchEnv, other: Path, asks: int, dashboards: int) -> dict
     return asyncio.run(scenario())
 
 
+def _delay_database(env: BenchEnv, delay_ms: float) -> subprocess.Popen[bytes]:
+    """Point the servers' database at a `bench.delay` proxy; print what a round trip gains."""
+    direct = urllib.parse.urlsplit(env.database_url)
+    port = free_port()
+    proxy = subprocess.Popen([sys.executable, "-m", "bench.delay", str(port), str(direct.port or 5432), str(delay_ms)])
+    wait_for_port(port, process=proxy)
+    credentials = f"{direct.netloc.rpartition('@')[0]}@" if "@" in direct.netloc else ""
+    delayed = direct._replace(netloc=f"{credentials}127.0.0.1:{port}").geturl()
+    rtt = {name: _select_one_ms(url) for name, url in (("direct", env.database_url), ("delayed", delayed))}
+    print(
+        f"PostgreSQL through bench.delay ({delay_ms} ms each way): SELECT 1 p50 {rtt['delayed']:.2f} ms,"
+        f" direct {rtt['direct']:.2f} ms",
+        file=sys.stderr,
+    )
+    env.database_url = delayed
+    return proxy
+
+
+def _select_one_ms(url: str, samples: int = 50) -> float:
+    import psycopg
+
+    times = []
+    with psycopg.connect(url, autocommit=True) as connection:
+        for _ in range(samples):
+            started = time.perf_counter()
+            connection.execute("SELECT 1").fetchone()
+            times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("other", type=Path, help="a checkout of the revision to compare with")
@@ -270,6 +304,12 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write every round's measurements here")
     parser.add_argument("--push", action="store_true", help="figure 5's latencies, paired ask by ask")
     parser.add_argument("--asks", type=int, default=200, help="with --push: asks per server")
+    parser.add_argument(
+        "--db-delay-ms",
+        type=float,
+        default=0.0,
+        help="hold every chunk to and from PostgreSQL this long (bench.delay): the database across a network",
+    )
     args = parser.parse_args()
     other = args.other.resolve()
     if not (other / "gatehouse" / "serve.py").is_file():
@@ -277,8 +317,13 @@ def main() -> int:
     if other == ROOT:
         print("comparing this checkout with itself: the differences are the method's noise", file=sys.stderr)
     env = BenchEnv(quick=True)
+    delayed: subprocess.Popen[bytes] | None = None
     try:
         env.start()
+        if args.db_delay_ms:
+            if not env.postgres:
+                parser.error("--db-delay-ms needs PostgreSQL")
+            delayed = _delay_database(env, args.db_delay_ms)
         if args.push:
             asked = measure_push(env, other, args.asks, args.dashboards)
             result, rounds = push_summary(asked), {side: asdict(turn) for side, turn in asked.items()}
@@ -290,6 +335,9 @@ def main() -> int:
             pairs = "the rounds"
     finally:
         env.stop()
+        if delayed is not None:
+            delayed.terminate()
+            delayed.wait()
     print(f"\n{heading}\nthis: {ROOT}\nother: {other}\n")
     print(f"| median | this | other | this - other (median of {pairs}) |\n|---|---|---|---|")
     for name, values in result.items():

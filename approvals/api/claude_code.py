@@ -51,11 +51,12 @@ from django.views.decorators.csrf import csrf_exempt
 from approvals import selectors, services, strict_json
 from approvals.api.errors import DATABASE_UNAVAILABLE
 from approvals.audit import input_hash
-from approvals.auth import AgentPrincipal, authenticate_token, bearer_token
-from approvals.calls import CallInvalid, parse_call, parse_call_context
+from approvals.auth import AgentPrincipal, authenticate_token_with, bearer_token, body_ahead
+from approvals.calls import CALL_ID_MAX_CHARS, CallInvalid, parse_call, parse_call_context
 from approvals.middleware import release_connections
 from approvals.models import Agent, Context, Decision, Mode, PermissionRequest, RequestState
 from approvals.waiting import wait_for_decision
+from approvals.written import Statement
 from policy.facts import FactsError, facts_to_dict, parse_facts
 from policy.rules.parse import RuleSyntaxError, parse_rule
 
@@ -191,8 +192,8 @@ def parse_hook_input(body: Any) -> HookCall | None:
         event=event,
         tool_name=_text(body, "tool_name", limit=200, required=True),
         tool_input=tool_input,
-        tool_use_id=_text(body, "tool_use_id", limit=200, required=event != PERMISSION_REQUEST),
-        session_id=_text(body, "session_id", limit=200),
+        tool_use_id=_text(body, "tool_use_id", limit=CALL_ID_MAX_CHARS, required=event != PERMISSION_REQUEST),
+        session_id=_text(body, "session_id", limit=CALL_ID_MAX_CHARS),
         cwd=_text(body, "cwd", limit=4096),
         transcript_path=_text(body, "transcript_path", limit=4096),
         # A mode newer than this server gets the strict default rather than an error.
@@ -377,11 +378,16 @@ def _usable_match(request: PermissionRequest | None) -> bool:
     return request.result_at is None and timezone.now() - request.created_at < MATCH_WINDOW
 
 
-def open_call(agent: Agent, call: HookCall, options: HookOptions) -> Outcome:
-    """Submit the call, or find the request it already is; never a second request."""
+def open_call(
+    agent: Agent, call: HookCall, options: HookOptions, read_ahead: list[tuple[Any, ...]] | None = None
+) -> Outcome:
+    """Submit the call, or find the request it already is; never a second request.
+
+    - `read_ahead`: a PreToolUse call's context, read with the agent's token (`_reads_ahead`).
+    """
     if call.event == PERMISSION_REQUEST:
         return _open_permission_request(agent, call, options)
-    result = services.request_submit(agent=agent, call=call.submission(options.context))
+    result = services.request_submit(agent=agent, call=call.submission(options.context), read_ahead=read_ahead)
     return Outcome(result.request, result.decision)
 
 
@@ -516,12 +522,25 @@ def _error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}}, status=status)
 
 
-def _agent_for(header: str) -> Agent | bool | None:
-    token = bearer_token(header)
-    principal = authenticate_token(token) if token else None
+def _agent_for(request: HttpRequest) -> tuple[Agent | bool | None, list[tuple[Any, ...]] | None]:
+    """Who the token names (False for a person), and the rows read with it (`_reads_ahead`)."""
+    token = bearer_token(request.headers.get("Authorization", ""))
+    if not token:
+        return None, None
+    principal, rows = authenticate_token_with(token, lambda digest: _reads_ahead(request, digest))
     if principal is None:
-        return None
-    return principal.agent if isinstance(principal, AgentPrincipal) else False
+        return None, None
+    if not isinstance(principal, AgentPrincipal):
+        return False, None
+    return principal.agent, rows[0] if rows else None
+
+
+def _reads_ahead(request: HttpRequest, digest: str) -> list[Statement]:
+    """A PreToolUse call's context, read with the agent's token: the submit it opens needs it first."""
+    body = body_ahead(request)
+    if not isinstance(body, dict) or body.get("hook_event_name") != PRE_TOOL_USE:
+        return []
+    return services.context_reads_ahead(body, digest)
 
 
 def _event_of(request: HttpRequest) -> str:
@@ -540,7 +559,7 @@ def claude_code_hook(request: HttpRequest) -> JsonResponse:
     if request.method != "POST":
         return _error(405, "method_not_allowed", "POST Claude Code's hook input JSON to this URL.")
     try:
-        agent = _agent_for(request.headers.get("Authorization", ""))
+        agent, read_ahead = _agent_for(request)
     except DatabaseError:
         # Fail closed even before we know who asks: a deny Claude Code honours, not a 500.
         log.exception("claude-code hook: database unavailable")
@@ -554,7 +573,7 @@ def claude_code_hook(request: HttpRequest) -> JsonResponse:
         raw = request.body
     except RequestDataTooBig:
         return _error(413, "too_large", f"The body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.")
-    response = _answer(agent, request, raw)
+    response = _answer(agent, request, raw, read_ahead)
     # Binds the answer to the exact call it answers (its tool_use_id, tool name and input
     # are in the body): the hook refuses an answer for anything else.
     response[ANSWER_HEADER] = answer_binding(raw)
@@ -566,7 +585,9 @@ def answer_binding(raw: bytes) -> str:
     return "sha256=" + hashlib.sha256(raw).hexdigest()
 
 
-def _answer(agent: Agent, request: HttpRequest, raw: bytes) -> JsonResponse:
+def _answer(
+    agent: Agent, request: HttpRequest, raw: bytes, read_ahead: list[tuple[Any, ...]] | None = None
+) -> JsonResponse:
     try:
         options = parse_options(request.GET)
         call = parse_hook_input(strict_json.loads(raw or b"null"))
@@ -581,12 +602,14 @@ def _answer(agent: Agent, request: HttpRequest, raw: bytes) -> JsonResponse:
     if options.withdraw:
         withdraw_call(agent, call)
         return JsonResponse({})
-    return _decide(agent, call, options)
+    return _decide(agent, call, options, read_ahead)
 
 
-def _decide(agent: Agent, call: HookCall, options: HookOptions) -> JsonResponse:
+def _decide(
+    agent: Agent, call: HookCall, options: HookOptions, read_ahead: list[tuple[Any, ...]] | None = None
+) -> JsonResponse:
     try:
-        outcome = open_call(agent, call, options)
+        outcome = open_call(agent, call, options, read_ahead)
         request = outcome.request
         if outcome.decision is not None or request is None or request.state != RequestState.PENDING:
             return JsonResponse(render(call.event, outcome))

@@ -34,7 +34,7 @@ from approvals.api.shapes import (
     RequestOutputSerializer,
     request_output,
 )
-from approvals.auth import agent_of, read_with_token
+from approvals.auth import agent_of, body_ahead, read_with_token
 from approvals.calls import ToolCallSerializer
 from approvals.models import Decision, PermissionRequest, RequestState, Role
 from approvals.written import Statement
@@ -125,6 +125,10 @@ class PermissionRequestSubmitApi(ApiView):
     # The one spec of a call, shared with the agent socket and the Claude Code hook.
     InputSerializer = ToolCallSerializer
 
+    def reads_with_token(self, request: Request, digest: str) -> list[Statement]:
+        """The call's context, read with the agent's token (approvals.auth)."""
+        return services.context_reads_ahead(body_ahead(request._request), digest)
+
     @extend_schema(
         operation_id="permission_requests_submit",
         parameters=[WAIT_PARAMETER],
@@ -146,8 +150,11 @@ class PermissionRequestSubmitApi(ApiView):
         assert agent is not None  # IsAgent
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        ahead = read_with_token(request)
         try:
-            result = services.request_submit(agent=agent, call=dict(serializer.validated_data))
+            result = services.request_submit(
+                agent=agent, call=dict(serializer.validated_data), read_ahead=ahead[0] if ahead else None
+            )
         except services.AuditUnavailable:
             return audit_unavailable()
         except services.ToolUseIdReused as exc:
@@ -295,7 +302,7 @@ class PermissionRequestDecideApi(ApiView):
             without_nul(value, "updated_input")
             return value
 
-    def reads_with_token(self, request_id: uuid.UUID) -> list[Statement]:
+    def reads_with_token(self, request: Request, digest: str, request_id: uuid.UUID) -> list[Statement]:
         """The request and its team's members, read with a person's token (approvals.auth)."""
         return selectors.request_and_members_statements(request_id)
 

@@ -77,6 +77,7 @@ from approvals.selectors.requests import (
     same_call_key,
     session_gated_before_use,
     submit_context,
+    submit_context_statement,
 )
 from approvals.selectors.rules import (
     TeamRules,
@@ -164,6 +165,7 @@ __all__ = [
     "session_gated_before_use",
     "sessions_in_denial_loops",
     "submit_context",
+    "submit_context_statement",
     "team_by_name",
     "team_groups",
     "team_members",

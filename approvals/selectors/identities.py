@@ -30,9 +30,14 @@ _AGENT_BY_TOKEN = JoinedRead(Agent, relations=("team",), match=("token_hash",), 
 _PERSONAL_TOKEN = JoinedRead(PersonalToken, relations=("user",), match=("token_hash",), also="t0.revoked_at IS NULL")
 
 
-def agent_by_token_hash(digest: str) -> Agent | None:
-    """The live agent a token's digest names, with its team: read on every call an agent makes."""
-    return _AGENT_BY_TOKEN.first(digest)
+def agent_by_token_hash(
+    digest: str, also: Sequence[Statement] = ()
+) -> tuple[Agent | None, list[list[tuple[Any, ...]]]]:
+    """The live agent a token's digest names, with its team (read on every call an agent
+    makes); and the rows of `also`, statements sent with it in the same round trip
+    (`approvals.auth`: what the view will read first)."""
+    [found, *rows] = run_together([_AGENT_BY_TOKEN.first_statement(digest), *also])
+    return next(iter(_AGENT_BY_TOKEN.instances(found)), None), rows
 
 
 def personal_token_by_hash(

@@ -40,45 +40,79 @@ class SubmitContext:
     pending: int  # the agent's asks waiting for a person, counted up to `pending_limit`
 
 
-# The team's settings, then what else a submit reads, in one statement. Without a session
-# there is no denial state to read.
+# The team's settings, then what else a submit reads, in one statement, for the agent
+# `gh_me` names (`{me}`: the agent by id, or by its token's digest). Without a session
+# there is no denial state to read. The last five columns say whom and what the row was
+# read for: rows read ahead of the call (with the agent's token) are used only for the
+# very call they were read for (`submit_context`).
 _SUBMIT_CONTEXT_SQL = """
 SELECT {settings},
-  (SELECT 1 FROM approvals_permissionrequest WHERE agent_id = %s AND tool_use_id = %s) AS gh_replayed,
+  (SELECT 1 FROM approvals_permissionrequest WHERE agent_id = gh_me.id AND tool_use_id = %s) AS gh_replayed,
   {denials} AS gh_denial_state,
-  (SELECT 1 FROM approvals_pause WHERE team_id = %s AND (agent_id IS NULL OR agent_id = %s) LIMIT 1) AS gh_paused,
-  (SELECT version FROM approvals_rulesversion WHERE team_id = %s) AS gh_rules_version,
+  (SELECT 1 FROM approvals_pause WHERE team_id = gh_me.team_id AND (agent_id IS NULL OR agent_id = gh_me.id) LIMIT 1)
+    AS gh_paused,
+  (SELECT version FROM approvals_rulesversion WHERE team_id = gh_me.team_id) AS gh_rules_version,
   (SELECT count(*) FROM (SELECT 1 FROM approvals_permissionrequest
-     WHERE agent_id = %s AND state = 'pending' LIMIT %s) AS gh_waiting) AS gh_pending
-FROM (SELECT 1 AS gh_one) AS gh_call LEFT JOIN approvals_teamsettings AS s ON s.team_id = %s
+     WHERE agent_id = gh_me.id AND state = 'pending' LIMIT %s) AS gh_waiting) AS gh_pending,
+  gh_me.id, gh_me.team_id, CAST(%s AS text), CAST(%s AS text), CAST(%s AS integer)
+FROM ({me}) AS gh_me LEFT JOIN approvals_teamsettings AS s ON s.team_id = gh_me.team_id
 """
 _SETTINGS = ModelColumns(TeamSettings, "s")
+# The agent by id, or by its live token's digest (as `identities.agent_by_token_hash` reads it).
+_BY_ID = "SELECT CAST(%s AS bigint) AS id, CAST(%s AS bigint) AS team_id"
+_BY_TOKEN = "SELECT id, team_id FROM approvals_agent WHERE token_hash = %s AND revoked_at IS NULL"  # noqa: S105
 
 
 @functools.cache
-def _submit_context_sql(vendor: str, with_session: bool) -> str:
-    denials = "(SELECT state FROM approvals_sessiondenials WHERE agent_id = %s AND session_id = %s)"
-    return _SUBMIT_CONTEXT_SQL.format(settings=_SETTINGS.columns, denials=denials if with_session else "NULL")
+def _submit_context_sql(vendor: str, with_session: bool, by_token: bool) -> str:
+    denials = "(SELECT state FROM approvals_sessiondenials WHERE agent_id = gh_me.id AND session_id = %s)"
+    return _SUBMIT_CONTEXT_SQL.format(
+        settings=_SETTINGS.columns, denials=denials if with_session else "NULL", me=_BY_TOKEN if by_token else _BY_ID
+    )
 
 
-def submit_context(*, agent: Agent, tool_use_id: str, session_id: str, pending_limit: int) -> SubmitContext:
+def submit_context_statement(
+    *, tool_use_id: str, session_id: str, pending_limit: int, agent: Agent | None = None, token_digest: str = ""
+) -> Statement:
+    """`submit_context`'s one statement, for `agent`, or for the live agent whose token has
+    `token_digest` (read with the token itself, before it is known good: `approvals.auth`)."""
+    denials = [session_id] if session_id else []
+    me: list[Any] = [agent.pk, agent.team_id] if agent is not None else [token_digest]
+    params = [tool_use_id, *denials, pending_limit, tool_use_id, session_id, pending_limit, *me]
+    return _submit_context_sql(connection.vendor, bool(session_id), agent is None), params
+
+
+def submit_context(
+    *,
+    agent: Agent,
+    tool_use_id: str,
+    session_id: str,
+    pending_limit: int,
+    read_ahead: list[tuple[Any, ...]] | None = None,
+) -> SubmitContext:
     """The replay check, denial state, stop switch, rules version, team settings and pending
     asks (counted up to `pending_limit`, on a partial index of pending requests) of one call.
 
-    One statement instead of five, and written out rather than built by the ORM: every
-    auto-decided call pays it, and compiling those five reads as querysets took 1.3-1.6 ms
-    of CPU (of ~11 ms for a whole submit in process), this statement ~0.15 ms. The rare
-    answers (a replay, a pause) are read in full by the caller only when they are there.
+    - One statement instead of five, and written out rather than built by the ORM: every
+      auto-decided call pays it, and compiling those five reads as querysets took 1.3-1.6
+      ms of CPU (of ~11 ms for a whole submit in process), this statement ~0.15 ms. The
+      rare answers (a replay, a pause) are read in full by the caller only when they are
+      there.
+    - `read_ahead`: the rows of `submit_context_statement` sent with the agent's token
+      read. They are used when they were read for this very agent (its id and team) and
+      call (`tool_use_id`, `session_id`, `pending_limit`); otherwise the statement is sent
+      now, so a body read one way ahead of the call and validated another never decides it.
     """
-    denials: list[int | str] = [agent.pk, session_id] if session_id else []
-    params: list[int | str] = [
-        *(agent.pk, tool_use_id, *denials, agent.team_id, agent.pk, agent.team_id),
-        *(agent.pk, pending_limit, agent.team_id),
-    ]
+    key = (agent.pk, agent.team_id, tool_use_id, session_id, pending_limit)
+    rows = read_ahead if read_ahead and len(read_ahead) == 1 and tuple(read_ahead[0][-5:]) == key else None
+    if rows is None:
+        statement = submit_context_statement(
+            agent=agent, tool_use_id=tool_use_id, session_id=session_id, pending_limit=pending_limit
+        )
+        [rows] = run_together([statement])
     # The settings' columns become a TeamSettings (through the database's converters); the
     # others come back as the database sends them.
-    [rows] = run_together([(_submit_context_sql(connection.vendor, bool(session_id)), params)])
-    [(settings, (replayed, denial_state, paused, rules_version, pending))] = _SETTINGS.rows(rows)
+    [(settings, (replayed, denial_state, paused, rules_version, pending, *_))] = _SETTINGS.rows(rows)
     if isinstance(denial_state, str):  # JSON comes back as text on both databases
         denial_state = json.loads(denial_state)
     return SubmitContext(

@@ -68,7 +68,7 @@ from approvals.services.outcomes import (
 from approvals.services.pauses import PAUSE_TOOL, RESUME_TOOL, pause_lift, pause_set
 from approvals.services.rules import rule_create, rule_delete, rule_update, rule_validate
 from approvals.services.settings import team_group_set, team_settings_update
-from approvals.services.submit import REPLAY_WINDOW, SAFETY_FLOOR_DETAIL, request_submit
+from approvals.services.submit import REPLAY_WINDOW, SAFETY_FLOOR_DETAIL, context_reads_ahead, request_submit
 
 __all__ = [
     "AGENT_TOKEN_PREFIX",
@@ -108,6 +108,7 @@ __all__ = [
     "chat_identity_unlink",
     "chat_link_code_burn",
     "chat_link_code_create",
+    "context_reads_ahead",
     "default_team",
     "membership_set",
     "pause_lift",

@@ -23,6 +23,7 @@ import policy
 import policy.learning
 from approvals import changes, events, quorum, selectors, why, written
 from approvals.audit import append_decision, input_hash
+from approvals.calls import CALL_ID_MAX_CHARS
 from approvals.engine_input import engine_input
 from approvals.extensions import PreDecisionWork, registry
 from approvals.models import (
@@ -38,7 +39,7 @@ from approvals.models import (
 from approvals.quorum import Requirement, RuleQuorum
 from approvals.rule_cache import compiled_rules_for, quorum_rules_for
 from approvals.services.outcomes import AUDIT_UNAVAILABLE, AuditUnavailable, SubmitResult, ToolUseIdReused
-from approvals.written import WrittenInsert
+from approvals.written import Statement, WrittenInsert
 from policy.tools import canonical_rule_tool
 
 log = logging.getLogger(__name__)
@@ -122,16 +123,48 @@ def _outcome_on_worker(job: PreDecisionWork) -> tuple[dict[str, Any], BaseExcept
         connections.close_all()
 
 
-def request_submit(*, agent: Agent, call: dict[str, Any]) -> SubmitResult:
+def context_reads_ahead(body: Any, digest: str) -> list[Statement]:
+    """The context read of the call in `body` (not yet validated), for the agent whose
+    token has `digest`: sent with the token's read (`approvals.auth`), its rows handed to
+    `request_submit` as `read_ahead`. Nothing for a body without a `tool_use_id`."""
+    if not isinstance(body, dict):
+        return []
+    tool_use_id, session_id = body.get("tool_use_id"), body.get("session_id") or ""
+    # Only text the statement can carry (else it would fail the token's read with it) and
+    # a valid call can hold: anything else is the view's to refuse, after the token.
+    if not (tool_use_id and _sendable(tool_use_id) and _sendable(session_id)):
+        return []
+    statement = selectors.submit_context_statement(
+        tool_use_id=tool_use_id,
+        session_id=session_id,
+        pending_limit=settings.GATEHOUSE_MAX_PENDING_PER_AGENT,
+        token_digest=digest,
+    )
+    return [statement]
+
+
+def _sendable(value: Any) -> bool:
+    return isinstance(value, str) and len(value) <= CALL_ID_MAX_CHARS and "\x00" not in value
+
+
+def request_submit(
+    *, agent: Agent, call: dict[str, Any], read_ahead: list[tuple[Any, ...]] | None = None
+) -> SubmitResult:
     """Evaluate one proposed tool call; record its decision or leave it pending.
 
     - Replaying a `tool_use_id` returns the first request and its decision.
+    - `read_ahead`: the rows of `context_reads_ahead`, used when they fit this very call
+      (`selectors.submit_context`).
     - Raises `AuditUnavailable` when the outcome cannot be recorded.
     """
     tool_use_id = call.get("tool_use_id") or f"gh_{uuid.uuid4().hex}"
     limit = settings.GATEHOUSE_MAX_PENDING_PER_AGENT
     context = selectors.submit_context(
-        agent=agent, tool_use_id=tool_use_id, session_id=call.get("session_id") or "", pending_limit=limit
+        agent=agent,
+        tool_use_id=tool_use_id,
+        session_id=call.get("session_id") or "",
+        pending_limit=limit,
+        read_ahead=read_ahead,
     )
     existing = selectors.request_by_tool_use_id(agent=agent, tool_use_id=tool_use_id) if context.replayed else None
     if existing is not None:

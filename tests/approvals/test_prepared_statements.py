@@ -76,15 +76,15 @@ class PreparedReadTests:
     def test_the_tokens_read_is_prepared_after_the_threshold_and_answers_the_same(self, ci_bot: Any) -> None:
         digest = services.token_hash(ci_bot.token)
         for _ in range(THRESHOLD):
-            assert selectors.agent_by_token_hash(digest) == ci_bot.agent
+            assert selectors.agent_by_token_hash(digest)[0] == ci_bot.agent
         assert prepared_reading('"token_hash" = $1') == []
         for _ in range(2):
-            found = selectors.agent_by_token_hash(digest)
+            found, _ = selectors.agent_by_token_hash(digest)
             assert found == ci_bot.agent
             assert found is not None and found.team.name == ci_bot.agent.team.name
         # Run THRESHOLD times, it is prepared on the next run, which runs it prepared.
         assert prepared_reading('"token_hash" = $1') == [2]
-        assert selectors.agent_by_token_hash(services.token_hash("gha_unknown")) is None
+        assert selectors.agent_by_token_hash(services.token_hash("gha_unknown"))[0] is None
 
     def test_a_submits_context_is_prepared_and_reads_what_the_orm_reads(self, ci_bot: Any) -> None:
         agent = ci_bot.agent
@@ -93,34 +93,31 @@ class PreparedReadTests:
             context = selectors.submit_context(agent=agent, tool_use_id=f"toolu_{n}", session_id="s1", pending_limit=10)
             assert context.denial_state == {"consecutive": 2, "total": 3}
             assert not context.replayed
-        assert prepared_reading("approvals_sessiondenials WHERE agent_id = $") == [2]
+        assert prepared_reading("approvals_sessiondenials WHERE agent_id = gh_me.id") == [2]
 
-    def test_the_prepared_context_reads_only_the_rows_it_answers_with(self, ci_bot: Any) -> None:
+    @pytest.mark.parametrize("by_token", [False, True], ids=["by the agent", "with the agent's token"])
+    def test_the_prepared_context_reads_only_the_rows_it_answers_with(self, ci_bot: Any, by_token: bool) -> None:
         """A generic plan is made from the statistics of the moment, and kept: made on tables
         the planner knew nothing of (never analyzed), the replay check took the agent's own
-        index and read every request of the agent (migration 0029)."""
+        index and read every request of the agent (migration 0029). The same for the
+        context read with the agent's token (`services.context_reads_ahead`)."""
         agent = ci_bot.agent
         for n in range(150):
             services.request_submit(
                 agent=agent,
                 call={"tool_name": "Read", "tool_input": {"file_path": f"/srv/app/{n}"}, "tool_use_id": f"toolu_{n}"},
             )
-        params = [
-            agent.pk,
-            "toolu_new",
-            agent.pk,
-            "s1",
-            agent.team_id,
-            agent.pk,
-            agent.team_id,
-            agent.pk,
-            10,
-            agent.team_id,
-        ]
+        who: dict[str, Any] = {"token_digest": services.token_hash(ci_bot.token)} if by_token else {"agent": agent}
+        sql, params = selectors.submit_context_statement(
+            tool_use_id="toolu_new", session_id="s1", pending_limit=10, **who
+        )
         for _ in range(THRESHOLD + 2):
-            selectors.submit_context(agent=agent, tool_use_id="toolu_new", session_id="s1", pending_limit=10)
-        # The submits above prepared the read without a session; this one has one.
-        [name] = [name for name, statement in prepared_names() if "approvals_sessiondenials WHERE" in statement]
+            assert run_together([(sql, params)])[0][0][-5:] == (agent.pk, agent.team_id, "toolu_new", "s1", 10)
+        [name] = [
+            name
+            for name, statement in prepared_names()
+            if "approvals_sessiondenials WHERE" in statement and ("token_hash" in statement) == by_token
+        ]
         with connection.cursor() as cursor:
             cursor.execute("SET plan_cache_mode = force_generic_plan")
             cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({', '.join(['%s'] * len(params))})", params)

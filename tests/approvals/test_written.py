@@ -176,7 +176,7 @@ class RequestGetTests:
 class AgentByTokenTests:
     def test_a_live_agent_reads_with_its_team_as_the_orm_reads_it(self, ci_bot: Any) -> None:
         digest = services.token_hash(ci_bot.token)
-        written = approvals_selectors.agent_by_token_hash(digest)
+        written, _ = approvals_selectors.agent_by_token_hash(digest)
         orm = Agent.objects.select_related("team").get(token_hash=digest)
         assert written is not None
         assert fields_of(written) == fields_of(orm)
@@ -184,10 +184,10 @@ class AgentByTokenTests:
 
     def test_a_revoked_agent_or_an_unknown_digest_reads_nothing(self, ci_bot: Any, other_bot: Any) -> None:
         services.agent_revoke(agent=other_bot.agent)
-        assert approvals_selectors.agent_by_token_hash(services.token_hash(other_bot.token)) is None
-        assert approvals_selectors.agent_by_token_hash(services.token_hash("gh_not_a_token")) is None
-        assert approvals_selectors.agent_by_token_hash("") is None
-        assert approvals_selectors.agent_by_token_hash(services.token_hash(ci_bot.token)) is not None
+        assert approvals_selectors.agent_by_token_hash(services.token_hash(other_bot.token))[0] is None
+        assert approvals_selectors.agent_by_token_hash(services.token_hash("gh_not_a_token"))[0] is None
+        assert approvals_selectors.agent_by_token_hash("")[0] is None
+        assert approvals_selectors.agent_by_token_hash(services.token_hash(ci_bot.token))[0] is not None
 
 
 class PersonalTokenTests:
