@@ -196,9 +196,12 @@ class CardFanout:
             return None
         return CardHere(self, loop, request_id, relay_selectors.cards_statements([request_id], asked=[request_id]))
 
-    def _expect(
+    def expect(
         self, loop: asyncio.AbstractEventLoop, key: tuple[Any, ...], read: concurrent.futures.Future[PushedCard | None]
     ) -> None:
+        """Make `key`'s entry the card another thread reads (`CardHere`), unless it is read
+        or being read already: the sockets then wait for `read` and start no read of their
+        own. Call on `loop`."""
         self._use(loop)
         now = time.monotonic()
         self._forget_old(now)
@@ -250,7 +253,7 @@ class CardHere:
         read: concurrent.futures.Future[PushedCard | None] = concurrent.futures.Future()
         try:
             key = _entry_key("request.created", self.request_id, None)
-            self.loop.call_soon_threadsafe(self.fanout._expect, self.loop, key, read)
+            self.loop.call_soon_threadsafe(self.fanout.expect, self.loop, key, read)
         except RuntimeError:  # the loop closed under us (the process is stopping)
             return None
         ids = [self.request_id]

@@ -20,6 +20,7 @@ from approvals import selectors, services
 from approvals.models import Decision, PermissionRequest, SessionDenials
 from approvals.written import run_together
 from tests.approvals.conftest import ASK_CALL, Api
+from tests.conftest import AgentPersona
 from tests.round_trips import round_trips
 
 URL = "/api/v1/permission-requests"
@@ -89,9 +90,7 @@ OTHER = ["agent", "team", "tool_use_id", "session_id", "pending_limit"]
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("other", OTHER)
-def test_rows_read_for_another_agent_or_call_are_read_again(
-    other: str, ci_bot: Any, other_bot: Any, other_team: Any
-) -> None:
+def test_rows_read_for_another_agent_or_call_are_read_again(other: str, ci_bot: Any, other_team: Any) -> None:
     agent = ci_bot.agent
     SessionDenials.objects.create(agent=agent, session_id="s1", state={"consecutive": 2, "total": 3})
     services.request_submit(agent=agent, call={**CALL, "tool_use_id": "t-old"})
@@ -104,7 +103,9 @@ def test_rows_read_for_another_agent_or_call_are_read_again(
     }
     if other in key:
         key[other] = {"tool_use_id": "t-new", "session_id": "s2", "pending_limit": 2}[other]
-    bot = other_bot if other == "agent" else ci_bot
+    bot = ci_bot
+    if other == "agent":  # another agent of the same team
+        bot = AgentPersona(*services.agent_create(name="second-bot", team=agent.team))
     claimed = _context(bot.agent, **key)  # what the rows read ahead say
     statement = selectors.submit_context_statement(**key, token_digest=services.token_hash(bot.token))
     [rows] = run_together([statement])
