@@ -8,6 +8,7 @@ superuser is above every team: an admin of all of them without being a member.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -91,6 +92,22 @@ def is_approver_anywhere(user: User | AnonymousUser) -> bool:
 def is_admin_anywhere(user: User | AnonymousUser) -> bool:
     teams = team_ids_for(user, role=Role.ADMIN)
     return teams is None or bool(teams)
+
+
+def request_and_role(
+    user: User | AnonymousUser, request_id: uuid.UUID, rows: list[list[tuple[Any, ...]]] | None = None
+) -> tuple[PermissionRequest | None, str | None]:
+    """The request if this person may see it, and their role in its team; (None, None) otherwise.
+
+    - One read of the request and its team's members (`selectors.request_and_members`)
+      serves every check a decision makes: `rows`, what its statements returned (with a
+      person's token read, `approvals.auth`), or a read now.
+    """
+    if not user.is_authenticated:
+        return None, None
+    found, members = selectors.request_and_members(request_id, rows)
+    role = role_among(user, members) if found is not None else None
+    return (found, role) if role is not None else (None, None)
 
 
 def visible_request_or_404(user: User | AnonymousUser, request_id: Any) -> PermissionRequest:

@@ -48,7 +48,7 @@ from approvals.forms import (
     ExplainForm,
     RuleForm,
 )
-from approvals.models import AuditKind, Rule, RuleSource
+from approvals.models import AuditKind, Role, Rule, RuleSource
 from approvals.pages import render_page
 
 log = logging.getLogger(__name__)
@@ -171,8 +171,10 @@ def request_detail(request: HttpRequest, request_id: UUID) -> HttpResponse:
 @require_POST
 def request_decide(request: HttpRequest, request_id: UUID) -> HttpResponse:
     """One press of Allow / Deny on a card; 409 with the winner when someone was faster."""
-    req = permissions.visible_request_or_404(request.user, request_id)
-    if not permissions.can_decide(request.user, req):
+    req, role = permissions.request_and_role(request.user, request_id)
+    if req is None:
+        raise Http404("No such request.")
+    if not permissions.at_least(role, Role.APPROVER):
         return _decide_answer(request, req, 403, "You can view this team's requests but not decide them.")
     form = DecideForm(request.POST)
     if not form.is_valid():
@@ -183,7 +185,7 @@ def request_decide(request: HttpRequest, request_id: UUID) -> HttpResponse:
         if form.cleaned_data["action"] == "answer":
             answers = questions.answers_from_form(req.tool_name, req.tool_input, request.POST)
         answer = form.answer(surface="web", user=_person(request), answers=answers)
-        result = services.request_decide(req.pk, answer)
+        result = services.request_decide(req.pk, answer, loaded=req)
     except services.AuditUnavailable as exc:
         return _decide_answer(request, req, 503, str(exc))
     except services.ServiceError as exc:
@@ -204,9 +206,12 @@ def requests_decide_batch(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         problems = "; ".join(f"{field}: {' '.join(str(e) for e in errs)}" for field, errs in form.errors.items())
         return _batch_answer(request, 400, f"Could not read the decision ({problems}).", [])
-    found = [permissions.visible_request_or_404(request.user, pk) for pk in form.cleaned_data["ids"]]
-    if not all(permissions.can_decide(request.user, req) for req in found):
+    seen = [permissions.request_and_role(request.user, pk) for pk in form.cleaned_data["ids"]]
+    if any(req is None for req, _ in seen):
+        raise Http404("No such request.")
+    if not all(permissions.at_least(role, Role.APPROVER) for _, role in seen):
         return _batch_answer(request, 403, "You can view this team's requests but not decide them.", [])
+    found = [req for req, _ in seen if req is not None]
     try:
         results = services.request_decide_batch(requests=found, surface="web", user=_person(request), **form.decision())
     except services.AuditUnavailable as exc:

@@ -101,16 +101,13 @@ def decidable_request(
     """The request if the caller (a person) may decide it: 404 as `visible_request` when
     they cannot see it, 403 when they may only watch its team.
 
-    - One read of the request and its team's members serves both checks: `rows`, what
+    - One read of the request and its team's members serves both checks
+      (`permissions.request_and_role`): `rows`, what
       `selectors.request_and_members_statements(request_id)` returned with the person's
       token read (`PermissionRequestDecideApi.reads_with_token`), or a read now.
     """
-    found, role = None, None
-    person: int | None = request.user.pk  # None: not signed in, so no request to see
-    if person is not None:
-        found, members = selectors.request_and_members(request_id, rows)
-        role = permissions.role_among(request.user, members) if found else None
-    if found is None or role is None:
+    found, role = permissions.request_and_role(request.user, request_id, rows)
+    if found is None:
         raise exceptions.NotFound(f"No permission request {request_id} that you can see.")
     if not permissions.at_least(role, Role.APPROVER):
         raise exceptions.PermissionDenied(

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
 
 from approvals import services
 from approvals.models import Decision, PermissionRequest, Rule
+from tests.round_trips import round_trips
 
 
 def ask(agent: Any, command: str = "rm -rf build") -> PermissionRequest:
@@ -111,6 +113,32 @@ class DecidePostTests:
         assert "action" in response.json()["message"]
         req.refresh_from_db()
         assert req.state == "pending"
+
+    @pytest.mark.parametrize("batch", [False, True], ids=["one card", "a batch of three"])
+    def test_it_reads_each_request_with_its_teams_members_once_before_deciding(
+        self, alice: Any, ci_bot: Any, batch: bool
+    ) -> None:
+        asked = [ask(ci_bot.agent, "rm -rf build") for _ in range(3 if batch else 1)]
+        client = client_for(alice)
+        if batch:
+            url, data = "/requests/decide-batch", {"ids": [str(req.pk) for req in asked], "action": "once"}
+        else:
+            url, data = f"/requests/{asked[0].pk}/decide", {"action": "once"}
+        with round_trips() as trips:
+            response = client.post(url, data, HTTP_ACCEPT="application/json")
+        assert response.status_code == 200, response.content
+        # Up to the first decision's fence: the session, the person, then per request one
+        # round trip for it and its team's members (permissions.request_and_role), which
+        # serves both checks and the decision itself; no membership read of its own.
+        fence = next(i for i, trip in enumerate(trips) if any(sql.startswith("UPDATE") for sql in trip))
+        reads = [sql for trip in trips[:fence] for sql in trip]
+        requests = [sql for sql in reads if '"approvals_permissionrequest" t0' in sql]
+        members = [sql for sql in reads if 'FROM "approvals_membership"' in sql]
+        assert len(requests) == len(members) == len(asked), reads
+        assert all('"team_id" = (SELECT' in sql for sql in members), members
+        if connection.vendor == "postgresql":
+            assert all([request, member] in trips for request, member in zip(requests, members, strict=True)), trips
+        assert Decision.objects.filter(request__in=asked, behavior="allow").count() == len(asked)
 
     def test_it_refuses_a_get(self, alice: Any, ci_bot: Any) -> None:
         req = ask(ci_bot.agent)
