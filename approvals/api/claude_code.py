@@ -485,6 +485,14 @@ def record_result(agent: Agent, call: HookCall) -> None:
             agent=agent, call=call.submission(Context.INTERACTIVE), reason=call.denied_reason
         )
         return
+    result: dict[str, Any] = (
+        {"ok": True, "output": call.tool_response}
+        if call.event == POST_TOOL_USE
+        else {"ok": False, "error": call.error or "the tool failed"}
+    )
+    # Most calls were allowed: the update finds the request itself, in one round trip.
+    if services.request_record_result_of_call(agent=agent, tool_use_id=call.tool_use_id, **result):
+        return
     request = selectors.request_by_tool_use_id(agent=agent, tool_use_id=call.tool_use_id)
     if request is None:
         # Heard of only through Claude Code's prompt (the PermissionRequest gate): once it
@@ -497,10 +505,7 @@ def record_result(agent: Agent, call: HookCall) -> None:
     if request.state == RequestState.PENDING:
         # It ran without our answer: Claude Code's own dialog or rules let it through.
         services.request_cancel(request=request, reason=ANSWERED_LOCALLY)
-    if call.event == POST_TOOL_USE:
-        services.request_record_result(request=request, ok=True, output=call.tool_response)
-    else:
-        services.request_record_result(request=request, ok=False, error=call.error or "the tool failed")
+    services.request_record_result(request=request, **result)
 
 
 def wait_seconds(request: PermissionRequest, options: HookOptions) -> tuple[float, str | None]:

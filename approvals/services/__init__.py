@@ -27,6 +27,7 @@ from approvals.services.decide import (
     request_join_prompt,
     request_record_denied_by_agent,
     request_record_result,
+    request_record_result_of_call,
 )
 from approvals.services.identities import (
     AGENT_TOKEN_PREFIX,
@@ -132,6 +133,7 @@ __all__ = [
     "request_ladder_step",
     "request_record_denied_by_agent",
     "request_record_result",
+    "request_record_result_of_call",
     "request_submit",
     "rule_create",
     "rule_delete",

@@ -424,13 +424,25 @@ def request_record_result(*, request: PermissionRequest, ok: bool, output: Any =
     - Only a call that may have run takes a result: one allowed, or withdrawn because it
       was answered locally. A denied, expired or pending request never shows as run.
     """
+    return _record_result(Q(pk=request.pk), ok, output, error)
+
+
+def request_record_result_of_call(
+    *, agent: Agent, tool_use_id: str, ok: bool, output: Any = None, error: str = ""
+) -> bool:
+    """`request_record_result` for the agent's request with this `tool_use_id`, found by the
+    update itself: one round trip for the usual case, a call that was allowed. False when
+    no such request may take a result (none, pending, denied, expired): the caller looks
+    further, as it would have."""
+    return _record_result(Q(agent=agent, tool_use_id=tool_use_id), ok, output, error)
+
+
+def _record_result(which: Q, ok: bool, output: Any, error: str) -> bool:
     # A tool's output may hold NUL (binary output), which PostgreSQL cannot store: it is
     # kept visible as U+2400 by every door alike, never refused (the call has run).
     result = {"ok": ok, "output": nul_visible(output)} if ok else {"ok": False, "error": nul_visible(error)}
     may_have_run = Q(state=RequestState.CANCELLED) | Q(state=RequestState.DECIDED, decision__behavior="allow")
-    updated = PermissionRequest.objects.filter(may_have_run, pk=request.pk).update(
-        result=result, result_at=timezone.now()
-    )
+    updated = PermissionRequest.objects.filter(may_have_run, which).update(result=result, result_at=timezone.now())
     return updated == 1
 
 

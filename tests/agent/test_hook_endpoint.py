@@ -131,6 +131,23 @@ class HookResultTests:
         post(client, {**body, "hook_event_name": "PostToolUse", "tool_response": "ran"}, ci_bot.auth)
         assert PermissionRequest.objects.get().result == {"ok": True, "output": "ran"}
 
+    def test_an_allowed_calls_result_is_one_statement_after_the_token(
+        self, client: Client, ci_bot: Any, default_team: Any
+    ) -> None:
+        from approvals import services
+        from approvals.models import PermissionRequest
+        from tests.round_trips import round_trips
+
+        services.rule_create(rule="Bash(rm:*)", behavior="allow", source="projectSettings", team=default_team)
+        body = hook_input("PreToolUse")
+        post(client, body, ci_bot.auth)
+        with round_trips() as trips:
+            post(client, {**body, "hook_event_name": "PostToolUseFailure", "error": "exit 2"}, ci_bot.auth)
+        statements = [sql for trip in trips for sql in trip]
+        # The token's read, then the update that finds the call's request itself.
+        assert len(statements) == 2 and statements[1].startswith("UPDATE"), statements
+        assert PermissionRequest.objects.get().result == {"ok": False, "error": "exit 2"}
+
 
 class PermissionRequestGrantTests:
     """What a person's grant on Claude Code's own prompt sends back (`updatedPermissions`)."""
