@@ -72,13 +72,13 @@ def authenticate_token_with(
     """
     digest = services.token_hash(token)
     also = list(reads(digest)) if reads is not None else []
-    an_agents = token.startswith(services.AGENT_TOKEN_PREFIX)
+    agents_token = token.startswith(services.AGENT_TOKEN_PREFIX)
     if not token.startswith(services.PERSONAL_TOKEN_PREFIX):
-        agent, rows = selectors.agent_by_token_hash(digest, also if an_agents else ())
+        agent, rows = selectors.agent_by_token_hash(digest, also if agents_token else ())
         if agent is not None:
             services.agent_touch(agent=agent)
-            return AgentPrincipal(agent), (rows if an_agents and reads is not None else None)
-        if an_agents:
+            return AgentPrincipal(agent), (rows if agents_token and reads is not None else None)
+        if agents_token:
             return None, None
     personal, rows = selectors.personal_token_by_hash(digest, also)
     if personal is not None and personal.user.is_active:

@@ -21,20 +21,13 @@ from approvals.models import Decision, PermissionRequest, SessionDenials
 from approvals.written import run_together
 from tests.approvals.conftest import ASK_CALL, Api
 from tests.conftest import AgentPersona
+from tests.e2e.claude_code.hookrun import hook_input
 from tests.round_trips import round_trips
 
 URL = "/api/v1/permission-requests"
 HOOK = "/hooks/claude-code"
 CALL = {"tool_name": "Bash", "tool_input": {"command": "git status"}, "session_id": "s1", "cwd": "/srv/app"}
-HOOK_CALL = {
-    "hook_event_name": "PreToolUse",
-    "tool_name": "Bash",
-    "tool_input": {"command": "git status"},
-    "session_id": "s1",
-    "cwd": "/srv/app",
-    "transcript_path": "/home/dev/.claude/t.jsonl",
-    "permission_mode": "default",
-}
+HOOK_CALL = hook_input("PreToolUse", "git status", session="s1", cwd="/srv/app")
 
 
 def _reads(trips: list[list[str]], table: str) -> list[str]:
