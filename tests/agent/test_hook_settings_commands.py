@@ -41,6 +41,40 @@ def our_commands(doc: dict[str, Any]) -> list[str]:
 
 
 class InstallClaudeHooksTests:
+    def test_it_writes_the_hooks_hash_checked_bytecode_with_the_python_that_runs_it(self, tmp_path: Path) -> None:
+        import importlib.util
+
+        from django.conf import settings
+
+        agent = Path(settings.BASE_DIR) / "agent"
+        for module in ("hook", "facts"):
+            pyc = Path(importlib.util.cache_from_source(str(agent / f"{module}.py")))
+            pyc.unlink(missing_ok=True)
+        install(tmp_path / "settings.json")
+        for module in ("hook", "facts"):
+            source = (agent / f"{module}.py").read_bytes()
+            data = Path(importlib.util.cache_from_source(str(agent / f"{module}.py"))).read_bytes()
+            # This Python's magic; flags 0b11: hash-based and checked against the source (PEP 552).
+            assert data[:4] == importlib.util.MAGIC_NUMBER
+            assert int.from_bytes(data[4:8], "little") == 0b11
+            assert data[8:16] == importlib.util.source_hash(source)
+
+    def test_it_warns_when_the_hooks_python_cannot_write_its_bytecode(self, tmp_path: Path) -> None:
+        err = StringIO()
+        call_command(
+            "install_claude_hooks",
+            "--settings",
+            str(tmp_path / "settings.json"),
+            "--server",
+            "http://gh.test:8000",
+            "--python",
+            str(tmp_path / "no-such-python"),
+            stdout=StringIO(),
+            stderr=err,
+        )
+        assert "could not write the hook's bytecode" in err.getvalue()
+        assert our_commands(json.loads((tmp_path / "settings.json").read_text()))  # installed all the same
+
     def test_it_adds_our_hooks_and_keeps_everything_else(self, tmp_path: Path) -> None:
         path = tmp_path / "settings.json"
         path.write_text(json.dumps(EXISTING))

@@ -9,6 +9,7 @@ replaces our entries instead of adding more; `--uninstall` removes only ours.
 from __future__ import annotations
 
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,8 +41,8 @@ def hook_command(options: dict[str, Any]) -> str | dict[str, Any]:
             f'curl -sS --max-time {max_time} -H "Authorization: Bearer $GATEHOUSE_TOKEN" '
             f"--data-binary @- {shlex.quote(server + '/hooks/claude-code')}"
         )
-    python = options["python"] or sys.executable
-    parts = [*launcher(python, str(settings.BASE_DIR)), "--server", server, "--timeout", str(options["timeout"])]
+    parts = [*launcher(hook_python(options), str(settings.BASE_DIR)), "--server", server]
+    parts += ["--timeout", str(options["timeout"])]
     if options["on_timeout"] != "deny":
         parts += ["--on-timeout", options["on_timeout"]]
     if options["on_unreachable"] != "ask":
@@ -54,6 +55,24 @@ def hook_command(options: dict[str, Any]) -> str | dict[str, Any]:
     if options["token_file"]:
         command = f"GATEHOUSE_TOKEN_FILE={shlex.quote(options['token_file'])} {command}"
     return command
+
+
+def hook_python(options: dict[str, Any]) -> str:
+    """The Python that runs the hook command: `--python`, else this one."""
+    return str(options["python"] or sys.executable)
+
+
+def compile_hook(python: str) -> bool:
+    """Write the hook's bytecode into `agent/__pycache__` with the Python that runs it: a
+    checkout its Claude Code user cannot write would otherwise compile the hook on every
+    run. Hash-checked (PEP 552), like the bundle's (`agent.install.add_bytecode`): Python
+    loads it only for the source it was compiled from. False when it could not be written."""
+    agent = Path(settings.BASE_DIR) / "agent"
+    compiling = [python, "-I", "-S", "-m", "compileall", "-q", "-l", "--invalidation-mode", "checked-hash", str(agent)]
+    try:
+        return subprocess.run(compiling, capture_output=True, timeout=60, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def read_settings(path: Path) -> dict[str, Any]:
@@ -149,6 +168,11 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         write_settings(path, doc)
         self.stdout.write(f"Installed Gatehouse's hooks for {', '.join(events)} in {path}.")
+        if options["transport"] == "command" and not compile_hook(hook_python(options)):
+            self.stderr.write(
+                f"Warning: could not write the hook's bytecode into {Path(settings.BASE_DIR) / 'agent'}: "
+                "unless its Claude Code user can, the hook compiles itself on every call."
+            )
         if options["transport"] == "http":
             self.stdout.write(
                 "An http hook sends no facts of the agent's machine: calls a path rule would allow are asked."
