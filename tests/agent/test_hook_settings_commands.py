@@ -59,6 +59,27 @@ class InstallClaudeHooksTests:
             assert int.from_bytes(data[4:8], "little") == 0b11
             assert data[8:16] == importlib.util.source_hash(source)
 
+    def test_it_says_to_migrate_when_the_database_has_no_tables(self, tmp_path: Path) -> None:
+        import os
+        import subprocess
+        import sys
+
+        from django.conf import settings
+
+        env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'empty.sqlite3'}"}
+        command = [sys.executable, "manage.py", "install_claude_hooks", "--settings", str(tmp_path / "s.json")]
+        done = subprocess.run(
+            [*command, "--server", "http://gh.test:8000"],
+            cwd=settings.BASE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 1, done.stderr
+        assert "manage.py migrate" in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert not (tmp_path / "s.json").exists()
+
     def test_it_warns_when_the_hooks_python_cannot_write_its_bytecode(self, tmp_path: Path) -> None:
         err = StringIO()
         call_command(

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 
 from agent import install
 from agent.install import (
@@ -146,7 +147,13 @@ class Command(BaseCommand):
             write_settings(path, without_ours(doc))
             self.stdout.write(f"Removed Gatehouse's hooks from {path}.")
             return
-        longest = selectors.longest_ask_deadline()
+        try:
+            longest = selectors.longest_ask_deadline()
+        except DatabaseError as exc:
+            raise CommandError(
+                f"Could not read the asks' deadlines from the database ({exc}). "
+                "Create its tables first: manage.py migrate (make run does)."
+            ) from None
         if options["timeout"] is None:
             # Past every deadline the server may set, so the hook hears the deadline's
             # decision (and the ladder's steps happen while it waits) instead of giving up.
