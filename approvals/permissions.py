@@ -59,7 +59,8 @@ def role_in(user: User | AnonymousUser, team_id: int) -> str | None:
 def role_among(user: Any, roles: Mapping[int, str]) -> str | None:
     """`role_in` against a team's memberships read beforehand (user id -> role), no query.
 
-    - For code that checks many people against one team at once (a pushed card).
+    - For code that checks many people against one team at once (a pushed card), and a
+      decision's checks on the members read with its request (`request_and_role`).
     """
     if user is None or not user.is_authenticated or not user.is_active:
         return None

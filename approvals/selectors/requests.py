@@ -58,7 +58,8 @@ SELECT {settings},
 FROM ({me}) AS gh_me LEFT JOIN approvals_teamsettings AS s ON s.team_id = gh_me.team_id
 """
 _SETTINGS = ModelColumns(TeamSettings, "s")
-# The agent by id, or by its live token's digest (as `identities.agent_by_token_hash` reads it).
+# The agent by id, or by its live token's digest (as `identities.agent_by_token_hash` reads it;
+# should the two ever differ, a row read for another agent than the token's is read again).
 _BY_ID = "SELECT CAST(%s AS bigint) AS id, CAST(%s AS bigint) AS team_id"
 _BY_TOKEN = "SELECT id, team_id FROM approvals_agent WHERE token_hash = %s AND revoked_at IS NULL"  # noqa: S105
 
